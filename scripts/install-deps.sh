@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Install the Debian packages the build needs, only those that are missing (a second run costs
+# one dpkg query). Run as root, or with sudo available.
+set -euo pipefail
+
+packages=(
+  g++ cmake ninja-build pkg-config
+  libeigen3-dev libsuitesparse-dev libmetis-dev libopenblas-dev
+  libfmt-dev libcli11-dev nlohmann-json3-dev libfast-float-dev zlib1g-dev libmuparser-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+)
+# Extra groups: ./scripts/install-deps.sh fuzz  (clang for the libFuzzer targets)
+for group in "$@"; do
+  case "$group" in
+    fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
+    gmsh) packages+=(gmsh) ;;
+    *) echo "install-deps.sh: unknown group '$group' (known: fuzz, gmsh)" >&2; exit 2 ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "Installing missing packages: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "install-deps.sh: run as root or install sudo" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,83 @@
+// Compressed sparse row patterns and matrices: the interchange between the assembly kernel
+// (which fills values through a cached pattern) and the solve kernel (which factorizes them).
+// A pattern is immutable and shared by every matrix of that structure, so re-assembling new
+// values never copies the structure, and a solver can recognise "same pattern" cheaply.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "fem/type_name.hpp"
+
+namespace fem {
+
+/// Index type of rows, columns and DOFs (CHOLMOD/UMFPACK/KLU's int interface).
+using index_t = std::int32_t;
+
+class CsrPattern {
+ public:
+  /// Validates the structure: offsets start at 0, never decrease and end at nnz; columns are
+  /// in range and strictly increasing within each row. Throws InvalidArgument naming the row.
+  CsrPattern(index_t rows, index_t cols, std::vector<index_t> row_offsets,
+             std::vector<index_t> col_indices);
+
+  index_t rows() const noexcept { return rows_; }
+  index_t cols() const noexcept { return cols_; }
+  std::size_t nnz() const noexcept { return col_indices_.size(); }
+  std::span<const index_t> row_offsets() const noexcept { return row_offsets_; }
+  std::span<const index_t> col_indices() const noexcept { return col_indices_; }
+  std::span<const index_t> row(index_t r) const noexcept {
+    return std::span<const index_t>(col_indices_).subspan(
+        static_cast<std::size_t>(row_offsets_[r]),
+        static_cast<std::size_t>(row_offsets_[r + 1] - row_offsets_[r]));
+  }
+  /// Position of (row, col) in the values array, or -1 when it is not in the pattern.
+  std::int64_t find(index_t row, index_t col) const noexcept;
+
+  /// 64-bit hash of the whole structure, computed once. Equal patterns have equal
+  /// fingerprints; use same_structure() to confirm a match.
+  std::uint64_t fingerprint() const noexcept { return fingerprint_; }
+  bool same_structure(const CsrPattern& other) const noexcept;
+  std::size_t bytes() const noexcept;
+
+ private:
+  index_t rows_ = 0, cols_ = 0;
+  std::vector<index_t> row_offsets_;
+  std::vector<index_t> col_indices_;
+  std::uint64_t fingerprint_ = 0;
+};
+
+class CsrMatrix {
+ public:
+  /// Values must have pattern->nnz() entries.
+  CsrMatrix(std::shared_ptr<const CsrPattern> pattern, std::vector<double> values);
+
+  const std::shared_ptr<const CsrPattern>& pattern_ptr() const noexcept { return pattern_; }
+  const CsrPattern& pattern() const noexcept { return *pattern_; }
+  index_t rows() const noexcept { return pattern_->rows(); }
+  index_t cols() const noexcept { return pattern_->cols(); }
+  std::size_t nnz() const noexcept { return values_.size(); }
+  std::span<const double> values() const noexcept { return values_; }
+  /// Take the values back (e.g. to reuse the buffer for the next assembly).
+  std::vector<double> release_values() && { return std::move(values_); }
+
+  /// y = A x. Sizes are checked.
+  void multiply(std::span<const double> x, std::span<double> y) const;
+  /// y = Aᵀ x. Sizes are checked.
+  void multiply_transpose(std::span<const double> x, std::span<double> y) const;
+  /// The value at (row, col), 0 when outside the pattern.
+  double operator()(index_t row, index_t col) const noexcept;
+  /// Values plus the pattern it holds (counted with every matrix sharing it).
+  std::size_t bytes() const noexcept;
+
+ private:
+  std::shared_ptr<const CsrPattern> pattern_;
+  std::vector<double> values_;
+};
+
+}  // namespace fem
+
+FEM_TYPE_NAME(fem::CsrPattern, "fem::CsrPattern");
+FEM_TYPE_NAME(fem::CsrMatrix, "fem::CsrMatrix");

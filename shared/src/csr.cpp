@@ -1,0 +1,113 @@
+// CSR pattern validation, fingerprinting and the matrix-vector products.
+#include "fem/csr.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "fem/error.hpp"
+
+namespace fem {
+namespace {
+
+// A fast 64-bit hash of a run of 32-bit integers (multiply-xorshift over 64-bit words).
+std::uint64_t mix(std::uint64_t h, std::uint64_t w) {
+  h ^= w + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 31);
+}
+
+std::uint64_t hash_span(std::uint64_t h, std::span<const index_t> v) {
+  std::size_t i = 0;
+  for (; i + 2 <= v.size(); i += 2) {
+    std::uint64_t w;
+    std::memcpy(&w, v.data() + i, sizeof w);
+    h = mix(h, w);
+  }
+  if (i < v.size()) h = mix(h, static_cast<std::uint32_t>(v[i]));
+  return mix(h, v.size());
+}
+
+}  // namespace
+
+CsrPattern::CsrPattern(index_t rows, index_t cols, std::vector<index_t> row_offsets,
+                       std::vector<index_t> col_indices)
+    : rows_(rows), cols_(cols), row_offsets_(std::move(row_offsets)), col_indices_(std::move(col_indices)) {
+  FEM_EXPECTS(rows >= 0 && cols >= 0, "CSR pattern of shape {}x{}: extents must be non-negative", rows, cols);
+  FEM_EXPECTS(row_offsets_.size() == static_cast<std::size_t>(rows) + 1,
+              "CSR pattern with {} rows needs {} row offsets, got {}", rows, rows + 1, row_offsets_.size());
+  FEM_EXPECTS(row_offsets_.front() == 0, "CSR row offsets must start at 0, not {}", row_offsets_.front());
+  FEM_EXPECTS(static_cast<std::size_t>(row_offsets_.back()) == col_indices_.size(),
+              "CSR row offsets end at {} but there are {} column indices", row_offsets_.back(),
+              col_indices_.size());
+  for (index_t r = 0; r < rows; ++r) {
+    const index_t b = row_offsets_[r], e = row_offsets_[r + 1];
+    FEM_EXPECTS(b <= e, "CSR row {}: offsets decrease ({} > {})", r, b, e);
+    for (index_t k = b; k < e; ++k) {
+      const index_t c = col_indices_[k];
+      FEM_EXPECTS(c >= 0 && c < cols, "CSR row {}: column {} is outside 0..{}", r, c, cols - 1);
+      FEM_EXPECTS(k == b || col_indices_[k - 1] < c,
+                  "CSR row {}: columns must be strictly increasing ({} then {})", r, col_indices_[k - 1], c);
+    }
+  }
+  fingerprint_ = hash_span(hash_span(mix(static_cast<std::uint64_t>(rows), cols), row_offsets_), col_indices_);
+}
+
+std::int64_t CsrPattern::find(index_t row, index_t col) const noexcept {
+  if (row < 0 || row >= rows_) return -1;
+  const auto r = this->row(row);
+  auto it = std::lower_bound(r.begin(), r.end(), col);
+  if (it == r.end() || *it != col) return -1;
+  return row_offsets_[row] + (it - r.begin());
+}
+
+bool CsrPattern::same_structure(const CsrPattern& other) const noexcept {
+  return this == &other ||
+         (fingerprint_ == other.fingerprint_ && rows_ == other.rows_ && cols_ == other.cols_ &&
+          row_offsets_ == other.row_offsets_ && col_indices_ == other.col_indices_);
+}
+
+std::size_t CsrPattern::bytes() const noexcept {
+  return sizeof(*this) + (row_offsets_.capacity() + col_indices_.capacity()) * sizeof(index_t);
+}
+
+CsrMatrix::CsrMatrix(std::shared_ptr<const CsrPattern> pattern, std::vector<double> values)
+    : pattern_(std::move(pattern)), values_(std::move(values)) {
+  FEM_EXPECTS(pattern_ != nullptr, "CSR matrix needs a pattern");
+  FEM_EXPECTS(values_.size() == pattern_->nnz(), "CSR matrix: pattern has {} nonzeros but {} values were given",
+              pattern_->nnz(), values_.size());
+}
+
+void CsrMatrix::multiply(std::span<const double> x, std::span<double> y) const {
+  if (x.size() != static_cast<std::size_t>(cols()) || y.size() != static_cast<std::size_t>(rows()))
+    throw DimensionMismatch(fmt::format("A·x with A of shape {}x{}: x has {} entries, y has {}", rows(),
+                                        cols(), x.size(), y.size()));
+  const auto off = pattern_->row_offsets();
+  const auto col = pattern_->col_indices();
+  for (index_t r = 0; r < rows(); ++r) {
+    double s = 0.0;
+    for (index_t k = off[r]; k < off[r + 1]; ++k) s += values_[k] * x[col[k]];
+    y[r] = s;
+  }
+}
+
+void CsrMatrix::multiply_transpose(std::span<const double> x, std::span<double> y) const {
+  if (x.size() != static_cast<std::size_t>(rows()) || y.size() != static_cast<std::size_t>(cols()))
+    throw DimensionMismatch(fmt::format("Aᵀ·x with A of shape {}x{}: x has {} entries, y has {}", rows(),
+                                        cols(), x.size(), y.size()));
+  std::fill(y.begin(), y.end(), 0.0);
+  const auto off = pattern_->row_offsets();
+  const auto col = pattern_->col_indices();
+  for (index_t r = 0; r < rows(); ++r)
+    for (index_t k = off[r]; k < off[r + 1]; ++k) y[col[k]] += values_[k] * x[r];
+}
+
+double CsrMatrix::operator()(index_t row, index_t col) const noexcept {
+  const std::int64_t k = pattern_->find(row, col);
+  return k < 0 ? 0.0 : values_[static_cast<std::size_t>(k)];
+}
+
+std::size_t CsrMatrix::bytes() const noexcept {
+  return sizeof(*this) + values_.capacity() * sizeof(double) + pattern_->bytes();
+}
+
+}  // namespace fem

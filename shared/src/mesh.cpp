@@ -1,0 +1,116 @@
+// Cell type tables and the checks every Mesh passes at construction.
+#include "fem/mesh.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "fem/error.hpp"
+
+namespace fem {
+namespace {
+
+using enum CellType;
+constexpr std::array<CellTypeInfo, 11> kCellInfo{{
+    {point, "point", 0, 1, 1, 1, point, 0, 15, 1},
+    {line2, "line2", 1, 2, 2, 1, point, 2, 1, 3},
+    {line3, "line3", 1, 3, 2, 2, point, 2, 8, 21},
+    {tri3, "tri3", 2, 3, 3, 1, line2, 3, 2, 5},
+    {tri6, "tri6", 2, 6, 3, 2, line3, 3, 9, 22},
+    {quad4, "quad4", 2, 4, 4, 1, line2, 4, 3, 9},
+    {quad9, "quad9", 2, 9, 4, 2, line3, 4, 10, 28},
+    {tet4, "tet4", 3, 4, 4, 1, tri3, 4, 4, 10},
+    {tet10, "tet10", 3, 10, 4, 2, tri6, 4, 11, 24},
+    {hex8, "hex8", 3, 8, 8, 1, quad4, 6, 5, 12},
+    {hex27, "hex27", 3, 27, 8, 2, quad9, 6, 12, 29},
+}};
+
+std::string where(const std::string& source) { return source.empty() ? std::string("mesh") : "mesh '" + source + "'"; }
+
+}  // namespace
+
+const CellTypeInfo& cell_info(CellType type) { return kCellInfo[static_cast<std::size_t>(type)]; }
+
+std::optional<CellType> cell_type_from_name(std::string_view name) {
+  for (const auto& i : kCellInfo)
+    if (i.name == name) return i.type;
+  return std::nullopt;
+}
+
+std::optional<CellType> cell_type_from_gmsh(int gmsh_type) {
+  for (const auto& i : kCellInfo)
+    if (i.gmsh_type == gmsh_type) return i.type;
+  return std::nullopt;
+}
+
+Mesh::Mesh(Data data) : d_(std::move(data)), info_(&fem::cell_info(d_.cell_type)) {
+  const std::string w = where(d_.source);
+  FEM_EXPECTS(d_.gdim >= 1 && d_.gdim <= 3, "{}: coordinate dimension {} is not 1, 2 or 3", w, d_.gdim);
+  FEM_EXPECTS(info_->dim <= d_.gdim, "{}: {} cells need coordinates of dimension >= {}, got {}", w,
+              info_->name, info_->dim, d_.gdim);
+  FEM_EXPECTS(d_.coords.size() % d_.gdim == 0, "{}: {} coordinates are not a multiple of dimension {}", w,
+              d_.coords.size(), d_.gdim);
+  FEM_EXPECTS(d_.coords.size() / d_.gdim <= static_cast<std::size_t>(std::numeric_limits<index_t>::max()),
+              "{}: too many nodes for 32-bit indices", w);
+  for (std::size_t k = 0; k < d_.coords.size(); ++k)
+    FEM_EXPECTS(std::isfinite(d_.coords[k]), "{}: node {} has a non-finite coordinate ({})", w, k / d_.gdim,
+                d_.coords[k]);
+  const index_t nn = num_nodes();
+
+  const auto npc = static_cast<std::size_t>(info_->num_nodes);
+  FEM_EXPECTS(d_.cells.size() % npc == 0, "{}: {} cell node indices are not a multiple of {} ({})", w,
+              d_.cells.size(), npc, info_->name);
+  for (std::size_t k = 0; k < d_.cells.size(); ++k)
+    FEM_EXPECTS(d_.cells[k] >= 0 && d_.cells[k] < nn, "{}: cell {} references node {}, but there are {} nodes",
+                w, k / npc, d_.cells[k], nn);
+  if (d_.cell_tags.empty()) d_.cell_tags.assign(d_.cells.size() / npc, 0);
+  FEM_EXPECTS(d_.cell_tags.size() == d_.cells.size() / npc, "{}: {} cell tags for {} cells", w,
+              d_.cell_tags.size(), d_.cells.size() / npc);
+
+  const auto npf = static_cast<std::size_t>(facet_info().num_nodes);
+  FEM_EXPECTS(d_.facets.size() % npf == 0, "{}: {} facet node indices are not a multiple of {} ({})", w,
+              d_.facets.size(), npf, facet_info().name);
+  for (std::size_t k = 0; k < d_.facets.size(); ++k)
+    FEM_EXPECTS(d_.facets[k] >= 0 && d_.facets[k] < nn,
+                "{}: boundary facet {} references node {}, but there are {} nodes", w, k / npf, d_.facets[k], nn);
+  if (d_.facet_tags.empty()) d_.facet_tags.assign(d_.facets.size() / npf, 0);
+  FEM_EXPECTS(d_.facet_tags.size() == d_.facets.size() / npf, "{}: {} facet tags for {} facets", w,
+              d_.facet_tags.size(), d_.facets.size() / npf);
+}
+
+std::optional<int> Mesh::tag_of(std::string_view name, int dim) const {
+  for (const auto& n : d_.names)
+    if (n.name == name && (dim < 0 || n.dim == dim)) return n.tag;
+  return std::nullopt;
+}
+
+std::string_view Mesh::name_of(int dim, int tag) const {
+  for (const auto& n : d_.names)
+    if (n.dim == dim && n.tag == tag) return n.name;
+  return {};
+}
+
+std::pair<std::array<double, 3>, std::array<double, 3>> Mesh::bounding_box() const {
+  std::array<double, 3> lo{0, 0, 0}, hi{0, 0, 0};
+  if (num_nodes() == 0) return {lo, hi};
+  for (int d = 0; d < d_.gdim; ++d) {
+    lo[d] = std::numeric_limits<double>::infinity();
+    hi[d] = -lo[d];
+  }
+  for (index_t i = 0; i < num_nodes(); ++i)
+    for (int d = 0; d < d_.gdim; ++d) {
+      lo[d] = std::min(lo[d], d_.coords[i * d_.gdim + d]);
+      hi[d] = std::max(hi[d], d_.coords[i * d_.gdim + d]);
+    }
+  return {lo, hi};
+}
+
+std::size_t Mesh::bytes() const noexcept {
+  std::size_t b = sizeof(*this) + d_.coords.capacity() * sizeof(double) +
+                  (d_.cells.capacity() + d_.facets.capacity()) * sizeof(index_t) +
+                  (d_.cell_tags.capacity() + d_.facet_tags.capacity()) * sizeof(int) + d_.source.capacity();
+  for (const auto& n : d_.names) b += sizeof(n) + n.name.capacity();
+  return b;
+}
+
+}  // namespace fem

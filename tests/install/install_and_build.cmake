@@ -1,0 +1,23 @@
+# ctest script: install the build tree into a prefix, then configure, build and run an outside
+# project that finds it with find_package(fem). Variables: BUILD_DIR, SOURCE_DIR, WORK_DIR,
+# GENERATOR, PROJECT (the outside project's folder) and RUN (its executable).
+file(REMOVE_RECURSE "${WORK_DIR}")
+execute_process(COMMAND ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix"
+                RESULT_VARIABLE rc OUTPUT_QUIET)
+if(rc)
+  message(FATAL_ERROR "install failed: ${rc}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} -S "${PROJECT}" -B "${WORK_DIR}/build" -G "${GENERATOR}"
+                        "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix" -DCMAKE_BUILD_TYPE=Release
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "configuring the outside project failed: ${rc}")
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build "${WORK_DIR}/build" RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "building the outside project failed: ${rc}")
+endif()
+execute_process(COMMAND "${WORK_DIR}/build/${RUN}" RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "running the outside project failed: ${rc}")
+endif()

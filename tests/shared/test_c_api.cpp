@@ -1,0 +1,149 @@
+// The C ABI: round trips with shapes, zero-copy views, and every error path as a status code
+// plus a readable message.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "fem/array.hpp"
+#include "fem/c_api.h"
+#include "fem/store.hpp"
+
+namespace {
+
+std::string last() { return fem_last_error(); }
+
+TEST(CApi, PutGetRoundTripWithShape) {
+  const double data[6] = {1, 2, 3, 4, 5, 6};
+  const int64_t shape[2] = {2, 3};
+  uint64_t v1 = 0, v2 = 0;
+  ASSERT_EQ(fem_put_f64("capi/A", data, 2, shape, &v1), FEM_OK) << last();
+  double out[6] = {};
+  ASSERT_EQ(fem_get_f64("capi/A", out, 6), FEM_OK);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(out[i], data[i]);
+  fem_entry_info info;
+  ASSERT_EQ(fem_info("capi/A", &info), FEM_OK);
+  EXPECT_EQ(info.dtype, FEM_F64);
+  EXPECT_EQ(info.ndim, 2);
+  EXPECT_EQ(info.shape[0], 2);
+  EXPECT_EQ(info.shape[1], 3);
+  EXPECT_EQ(info.version, v1);
+  EXPECT_STREQ(info.type, "fem::Array<f64>");
+  ASSERT_EQ(fem_put_f64("capi/A", data, 1, shape, &v2), FEM_OK);
+  EXPECT_GT(v2, v1);
+  uint64_t v = 0;
+  ASSERT_EQ(fem_version("capi/A", &v), FEM_OK);
+  EXPECT_EQ(v, v2);
+  // Shared with the C++ side.
+  EXPECT_EQ(fem::store().version("capi/A"), v2);
+  EXPECT_EQ(fem_erase("capi/A"), FEM_OK);
+}
+
+TEST(CApi, IntegerArrays) {
+  const int32_t a[3] = {1, -2, 3};
+  const int64_t b[2] = {int64_t{1} << 40, -5};
+  const int64_t n3 = 3, n2 = 2;
+  ASSERT_EQ(fem_put_i32("capi/i32", a, 1, &n3, nullptr), FEM_OK);
+  ASSERT_EQ(fem_put_i64("capi/i64", b, 1, &n2, nullptr), FEM_OK);
+  int32_t oa[3];
+  int64_t ob[2];
+  ASSERT_EQ(fem_get_i32("capi/i32", oa, 3), FEM_OK);
+  ASSERT_EQ(fem_get_i64("capi/i64", ob, 2), FEM_OK);
+  EXPECT_EQ(oa[1], -2);
+  EXPECT_EQ(ob[0], int64_t{1} << 40);
+  fem_erase("capi/i32");
+  fem_erase("capi/i64");
+}
+
+TEST(CApi, ErrorsAreCodesWithMessages) {
+  const double d[2] = {1, 2};
+  const int64_t n = 2;
+  ASSERT_EQ(fem_put_f64("capi/B", d, 1, &n, nullptr), FEM_OK);
+  EXPECT_STREQ(fem_last_error(), "");
+
+  double out[2];
+  EXPECT_EQ(fem_get_f64("capi/missing", out, 2), FEM_ERR_NOT_FOUND);
+  EXPECT_NE(last().find("'capi/missing'"), std::string::npos) << last();
+
+  EXPECT_EQ(fem_get_f64("capi/b", out, 2), FEM_ERR_NOT_FOUND);
+  EXPECT_NE(last().find("capi/B"), std::string::npos) << "nearest key named: " << last();
+
+  int32_t iout[2];
+  EXPECT_EQ(fem_get_i32("capi/B", iout, 2), FEM_ERR_WRONG_TYPE);
+  EXPECT_NE(last().find("fem::Array<f64>"), std::string::npos) << last();
+  EXPECT_NE(last().find("fem::Array<i32>"), std::string::npos) << last();
+
+  EXPECT_EQ(fem_get_f64("capi/B", out, 1), FEM_ERR_BUFFER_TOO_SMALL);
+  EXPECT_NE(last().find("2 values"), std::string::npos) << last();
+
+  EXPECT_EQ(fem_put_f64("", d, 1, &n, nullptr), FEM_ERR_INVALID_KEY);
+  EXPECT_EQ(fem_put_f64("has space", d, 1, &n, nullptr), FEM_ERR_INVALID_KEY);
+  EXPECT_NE(last().find("has space"), std::string::npos) << last();
+  EXPECT_EQ(fem_put_f64(nullptr, d, 1, &n, nullptr), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fem_put_f64("capi/C", nullptr, 1, &n, nullptr), FEM_ERR_INVALID_ARGUMENT);
+  const int64_t neg = -1;
+  EXPECT_EQ(fem_put_f64("capi/C", d, 1, &neg, nullptr), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fem_put_f64("capi/C", d, 9, &n, nullptr), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fem_erase("capi/C"), FEM_ERR_NOT_FOUND);
+  fem_entry_info info;
+  EXPECT_EQ(fem_info("capi/C", &info), FEM_ERR_NOT_FOUND);
+  EXPECT_EQ(fem_info("capi/B", nullptr), FEM_ERR_INVALID_ARGUMENT);
+
+  // None of the failures touched what was stored.
+  ASSERT_EQ(fem_get_f64("capi/B", out, 2), FEM_OK);
+  EXPECT_EQ(out[1], 2.0);
+  EXPECT_STREQ(fem_last_error(), "");
+  fem_erase("capi/B");
+}
+
+TEST(CApi, ViewIsZeroCopyAndOutlivesErase) {
+  const double d[3] = {4, 5, 6};
+  const int64_t n = 3;
+  ASSERT_EQ(fem_put_f64("capi/V", d, 1, &n, nullptr), FEM_OK);
+  fem_view view;
+  ASSERT_EQ(fem_view_get("capi/V", &view), FEM_OK);
+  EXPECT_EQ(view.size, 3);
+  EXPECT_EQ(view.dtype, FEM_F64);
+  EXPECT_EQ(view.data, fem::store().get<fem::Array<double>>("capi/V")->data().data());
+  ASSERT_EQ(fem_erase("capi/V"), FEM_OK);
+  EXPECT_EQ(static_cast<const double*>(view.data)[2], 6.0);
+  fem_view_release(&view);
+  EXPECT_EQ(view.handle, nullptr);
+  EXPECT_EQ(fem_view_get("capi/V", &view), FEM_ERR_NOT_FOUND);
+}
+
+TEST(CApi, ListStatsBudgetAndCounters) {
+  const double d[1] = {1};
+  const int64_t n = 1;
+  fem_put_f64("capi/list/a", d, 1, &n, nullptr);
+  fem_put_f64("capi/list/b", d, 1, &n, nullptr);
+  size_t required = 0;
+  char small[4];
+  EXPECT_EQ(fem_list("capi/list/", small, sizeof small, &required), FEM_ERR_BUFFER_TOO_SMALL);
+  EXPECT_EQ(required, std::string("capi/list/a\ncapi/list/b").size() + 1);
+  std::string buf(required, '\0');
+  ASSERT_EQ(fem_list("capi/list/", buf.data(), buf.size(), &required), FEM_OK);
+  EXPECT_STREQ(buf.c_str(), "capi/list/a\ncapi/list/b");
+  fem_store_stats st;
+  ASSERT_EQ(fem_stats(&st), FEM_OK);
+  EXPECT_GE(st.entries, 2u);
+  int32_t present = 0;
+  ASSERT_EQ(fem_contains("capi/list/a", &present), FEM_OK);
+  EXPECT_EQ(present, 1);
+  fem::store().count("capi.test", 5);
+  int64_t c = 0;
+  ASSERT_EQ(fem_counter("capi.test", &c), FEM_OK);
+  EXPECT_EQ(c, 5);
+  fem_erase("capi/list/a");
+  fem_erase("capi/list/b");
+  EXPECT_EQ(fem_abi_version(), FEM_C_API_VERSION);
+}
+
+TEST(CApi, OpaqueEntriesReportTheirType) {
+  fem::store().put("capi/opaque", fem::Array<double>(std::vector<double>{1.0}));
+  fem_entry_info info;
+  ASSERT_EQ(fem_info("capi/opaque", &info), FEM_OK);
+  EXPECT_EQ(info.dtype, FEM_F64);
+  fem::store().erase("capi/opaque");
+}
+
+}  // namespace
