@@ -1,0 +1,33 @@
+// Structured meshes of intervals, rectangles and boxes, any resolution, with tagged sides, for
+// tests and benchmarks that need no files.
+#pragma once
+
+#include <array>
+
+#include "fem/mesh.hpp"
+
+namespace fem::mesh {
+
+/// Physical tags of the sides of generated meshes (named in the mesh's PhysicalNames).
+/// In 2D bottom/top are y = min/max; in 3D front/back are y = min/max and bottom/top z = min/max.
+enum Side : int { left = 1, right = 2, bottom = 3, top = 4, front = 5, back = 6 };
+/// Physical tag of the cells of generated meshes ("domain").
+inline constexpr int domain_tag = 1;
+
+/// [a, b] split into n line2 cells; facets (points) tagged left and right.
+Mesh interval(index_t n, double a = 0.0, double b = 1.0);
+
+/// [lo, hi] split into nx × ny quad4 cells, or 2·nx·ny tri3 cells (each square cut along the
+/// diagonal from its lower-left to its upper-right corner). Cells are counter-clockwise.
+Mesh rectangle(CellType type, index_t nx, index_t ny, std::array<double, 2> lo = {0.0, 0.0},
+               std::array<double, 2> hi = {1.0, 1.0});
+
+/// [lo, hi] split into nx × ny × nz hex8 cells, or 6·nx·ny·nz tet4 cells (the Kuhn split of each
+/// cube along its main diagonal: conforming, every tet positively oriented).
+Mesh box(CellType type, index_t nx, index_t ny, index_t nz, std::array<double, 3> lo = {0.0, 0.0, 0.0},
+         std::array<double, 3> hi = {1.0, 1.0, 1.0});
+
+inline Mesh unit_square(CellType type, index_t n) { return rectangle(type, n, n); }
+inline Mesh unit_cube(CellType type, index_t n) { return box(type, n, n, n); }
+
+}  // namespace fem::mesh
