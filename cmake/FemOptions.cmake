@@ -81,6 +81,9 @@ fem_resolve_option(FEM_ENABLE_CUDA "${_fem_nvcc_found}" "the CUDA compiler (nvcc
 if(FEM_ENABLE_CUDA_RESOLVED)
   set(CMAKE_CUDA_ARCHITECTURES ${FEM_CUDA_ARCHITECTURES})
   enable_language(CUDA)
+  # CMake 3.25 does not know nvcc 13's C++20 flag: tell it.
+  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
   set(CMAKE_CUDA_STANDARD 20)
   set(CMAKE_CUDA_STANDARD_REQUIRED ON)
   find_package(CUDAToolkit REQUIRED)

@@ -19,6 +19,7 @@ struct Entry {
   Version version = 0;
   std::size_t bytes = 0;
   bool evictable = false;
+  Residency residency = Residency::host;
   std::vector<Input> inputs;
   // Touched under the shared lock by concurrent readers.
   mutable std::atomic<std::uint64_t> last_use{0};
@@ -152,7 +153,7 @@ struct Store::Impl {
 
   Version publish_locked(std::string_view key_view, std::shared_ptr<const void> value,
                          std::string_view type, std::size_t bytes, bool evictable,
-                         std::vector<Input> inputs,
+                         Residency residency, std::vector<Input> inputs,
                          std::vector<std::shared_ptr<const void>>& graveyard) {
     std::string key(key_view);
     auto it = entries.find(key);
@@ -173,6 +174,7 @@ struct Store::Impl {
     e.version = next_version++;
     e.bytes = bytes;
     e.evictable = evictable;
+    e.residency = residency;
     e.inputs = std::move(inputs);
     e.last_use.store(tick.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     e.hits.store(0, std::memory_order_relaxed);
@@ -250,7 +252,7 @@ Version Store::put_erased(std::string_view key, std::shared_ptr<const void> valu
                   key, in.key, it->second->version, in.version);
     }
     v = impl_->publish_locked(key, std::move(value), type, *options.bytes, options.evictable,
-                              std::move(options.inputs), graveyard);
+                              options.residency.value_or(Residency::host), std::move(options.inputs), graveyard);
   }
   return v;  // graveyard released here, outside the lock
 }
@@ -336,7 +338,7 @@ std::shared_ptr<const void> Store::get_or_compute_erased(std::string_view key,
     auto it = s.entries.find(key);
     const bool type_clash = it != s.entries.end() && it->second->type != type;
     if (!type_clash && s.inputs_current(inputs))
-      s.publish_locked(key, computed.value, type, computed.bytes, /*evictable=*/true,
+      s.publish_locked(key, computed.value, type, computed.bytes, /*evictable=*/true, computed.residency,
                        std::move(inputs), graveyard);
   }
   promise.set_value(computed.value);
@@ -372,7 +374,8 @@ EntryInfo Store::info(std::string_view key) const {
   auto it = impl_->entries.find(key);
   if (it == impl_->entries.end()) throw KeyError(std::string(key), impl_->nearest_keys(key));
   const Entry& e = *it->second;
-  return {it->first, e.type, e.version, e.bytes, e.evictable, e.inputs, e.hits.load(std::memory_order_relaxed)};
+  return {it->first, e.type,   e.version, e.bytes, e.evictable, e.inputs, e.hits.load(std::memory_order_relaxed),
+          e.residency};
 }
 
 bool Store::erase(std::string_view key) {
@@ -402,7 +405,7 @@ std::vector<EntryInfo> Store::list(std::string_view prefix) const {
        it != impl_->entries.end() && std::string_view(it->first).starts_with(prefix); ++it) {
     const Entry& e = *it->second;
     out.push_back({it->first, e.type, e.version, e.bytes, e.evictable, e.inputs,
-                   e.hits.load(std::memory_order_relaxed)});
+                   e.hits.load(std::memory_order_relaxed), e.residency});
   }
   return out;
 }
@@ -413,11 +416,13 @@ StoreStats Store::stats() const {
   const Impl& s = *impl_;
   st.entries = s.entries.size();
   st.bytes = s.total_bytes;
-  for (const auto& [k, e] : s.entries)
+  for (const auto& [k, e] : s.entries) {
     if (e->evictable) {
       ++st.evictable_entries;
       st.evictable_bytes += e->bytes;
     }
+    if (e->residency == Residency::device) st.device_bytes += e->bytes;
+  }
   st.byte_budget = s.budget;
   st.hits = s.hits.load();
   st.misses = s.misses.load();

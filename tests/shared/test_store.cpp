@@ -20,9 +20,15 @@ struct Blob {
   std::size_t bytes() const { return size; }
 };
 
+struct DeviceBlob {
+  std::size_t bytes() const { return 1000; }
+  fem::Residency residency() const { return fem::Residency::device; }
+};
+
 }  // namespace
 
 FEM_TYPE_NAME(Blob, "test::Blob");
+FEM_TYPE_NAME(DeviceBlob, "test::DeviceBlob");
 
 namespace {
 
@@ -162,6 +168,16 @@ TEST(Store, ExplicitByteCountOverridesTheValuesOwn) {
   Store s;
   s.put("a", Blob{10}, fem::PutOptions().byte_count(4096));
   EXPECT_EQ(s.info("a").bytes, 4096u);
+}
+
+TEST(Store, DeviceResidentEntriesAreFlaggedAndCounted) {
+  Store s;
+  s.put("gpu/table", DeviceBlob{});
+  s.put("host", Blob{10});
+  EXPECT_EQ(s.info("gpu/table").residency, fem::Residency::device);
+  EXPECT_EQ(s.info("host").residency, fem::Residency::host);
+  EXPECT_EQ(s.stats().device_bytes, 1000u);
+  EXPECT_EQ(s.stats().bytes, 1010u);
 }
 
 TEST(Eviction, LeastRecentlyUsedCacheEntriesGoFirst) {

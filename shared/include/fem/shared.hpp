@@ -5,6 +5,8 @@
 #include "fem/array.hpp"
 #include "fem/csr.hpp"
 #include "fem/error.hpp"
+#include "fem/memory.hpp"
 #include "fem/mesh.hpp"
+#include "fem/reference_cell.hpp"
 #include "fem/store.hpp"
 #include "fem/type_name.hpp"

@@ -50,6 +50,8 @@ struct PutOptions {
   bool evictable = false;
   /// Bytes the value holds; by default bytes_of(value).
   std::optional<std::size_t> bytes;
+  /// Where they live; by default residency_of(value).
+  std::optional<Residency> residency;
   /// Inputs this entry was derived from. When one of them is replaced, erased or evicted, this
   /// entry is dropped with it.
   std::vector<Input> inputs;
@@ -77,6 +79,7 @@ struct EntryInfo {
   bool evictable = false;
   std::vector<Input> inputs;
   std::uint64_t hits = 0;
+  Residency residency = Residency::host;
 };
 
 /// Store-wide counters; `entries` and `bytes` are current, the rest count since reset_stats().
@@ -85,6 +88,7 @@ struct StoreStats {
   std::size_t bytes = 0;
   std::size_t evictable_entries = 0;
   std::size_t evictable_bytes = 0;
+  std::size_t device_bytes = 0;  ///< bytes of entries that live on a device
   std::size_t byte_budget = 0;
   std::uint64_t hits = 0;           ///< a get or get_or_compute found its entry
   std::uint64_t misses = 0;         ///< a get found nothing, or get_or_compute had to compute
@@ -115,6 +119,7 @@ class Store {
   Version put(std::string_view key, std::shared_ptr<const T> value, PutOptions options = {}) {
     FEM_EXPECTS(value != nullptr, "store key '{}': cannot put a null value", key);
     if (!options.bytes) options.bytes = bytes_of(*value);
+    if (!options.residency) options.residency = residency_of(*value);
     return put_erased(key, std::static_pointer_cast<const void>(std::move(value)),
                       type_name<T>::value, std::move(options));
   }
@@ -164,7 +169,7 @@ class Store {
           else
             v = std::make_shared<const T>(compute());
           FEM_EXPECTS(v != nullptr, "store key '{}': compute returned null", key);
-          return {std::static_pointer_cast<const void>(v), bytes_of(*v)};
+          return {std::static_pointer_cast<const void>(v), bytes_of(*v), residency_of(*v)};
         });
     return std::static_pointer_cast<const T>(std::move(value));
   }
@@ -207,6 +212,7 @@ class Store {
   struct Computed {
     std::shared_ptr<const void> value;
     std::size_t bytes = 0;
+    Residency residency = Residency::host;
   };
   struct Impl;
 

@@ -19,6 +19,19 @@ concept Storable = requires {
   { type_name<T>::value } -> std::convertible_to<std::string_view>;
 };
 
+/// Where a stored value's memory lives. Device entries (GPU tables, device meshes) count in the
+/// store's byte total like any other; stats() reports how many of those bytes are on a device.
+enum class Residency : unsigned char { host, device };
+
+/// A value's residency: its `residency()` member if it has one, else host.
+template <class T>
+Residency residency_of(const T& value) {
+  if constexpr (requires { { value.residency() } -> std::convertible_to<Residency>; })
+    return value.residency();
+  else
+    return Residency::host;
+}
+
 /// Bytes held by a stored value: its `bytes()` member if it has one, else sizeof.
 template <class T>
 std::size_t bytes_of(const T& value) {

@@ -1,0 +1,274 @@
+// The hash table's probing logic, written once over plain arrays and compiled for both the host
+// twin (std::atomic_ref) and the device (atomicCAS): open addressing with linear probing and a
+// murmur3 finalizer as the hash. Keys and values live in separate arrays.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "fem/gpu/detail/macros.hpp"
+#include "fem/gpu/keys.hpp"
+
+#if !defined(__CUDA_ARCH__)
+#include <atomic>
+#endif
+
+namespace fem::gpu::detail {
+
+/// murmur3's 64-bit finalizer: every input bit affects every output bit. Packed indices are
+/// highly regular, so the identity hash would cluster them badly under linear probing.
+FEM_HD_INLINE std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+template <class K>
+struct KeyTraits;
+
+template <>
+struct KeyTraits<std::uint64_t> {
+  static constexpr std::uint64_t empty = ~std::uint64_t{0};
+  FEM_HD_INLINE static std::uint64_t hash(std::uint64_t k) { return mix64(k); }
+  FEM_HD_INLINE static bool valid(std::uint64_t k) { return k != empty; }
+};
+
+template <>
+struct KeyTraits<Key128> {
+  static constexpr std::uint64_t empty_hi = ~std::uint64_t{0};
+  static constexpr std::uint64_t locked_hi = ~std::uint64_t{0} - 1;  // claimed, lo being written
+  FEM_HD_INLINE static std::uint64_t hash(const Key128& k) { return mix64(k.lo ^ mix64(k.hi)); }
+  FEM_HD_INLINE static bool valid(const Key128& k) { return k.hi < locked_hi; }
+};
+
+/// Values of insert_unique carry this bit while a batch is in flight: the rest of the word is
+/// the index of the key's first occurrence in the batch. Ids must stay below it.
+template <class V>
+inline constexpr V pending_bit = V{1} << (sizeof(V) * 8 - 1);
+template <class V>
+inline constexpr V empty_value = ~V{0};
+
+/// A view of a table's arrays in the executor's memory (host or device), passed by value to
+/// kernels: the trivially copyable "ref" of cuCollections.
+template <class K, class V>
+struct TableRef {
+  K* keys = nullptr;
+  V* values = nullptr;
+  std::uint64_t mask = 0;  ///< capacity - 1, capacity a power of two
+};
+
+struct ProbeResult {
+  std::uint32_t slot;
+  std::uint32_t probes;  ///< slots inspected
+  bool inserted;         ///< this call placed the key
+  bool full;             ///< no free slot found: the table is full
+};
+
+inline constexpr std::uint32_t not_found = ~std::uint32_t{0};
+
+#if !defined(__CUDA_ARCH__)
+/// Host atomics: std::atomic_ref on the plain arrays.
+struct HostAtomics {
+  template <class T>
+  static T load(const T* p) {
+    return std::atomic_ref<T>(*const_cast<T*>(p)).load(std::memory_order_acquire);
+  }
+  template <class T>
+  static void store(T* p, T v) {
+    std::atomic_ref<T>(*p).store(v, std::memory_order_release);
+  }
+  /// Returns the previous value.
+  template <class T>
+  static T cas(T* p, T expected, T desired) {
+    std::atomic_ref<T>(*p).compare_exchange_strong(expected, desired, std::memory_order_acq_rel,
+                                                   std::memory_order_acquire);
+    return expected;
+  }
+  template <class T>
+  static void fetch_min(T* p, T v) {
+    std::atomic_ref<T> r(*p);
+    T cur = r.load(std::memory_order_relaxed);
+    while (v < cur && !r.compare_exchange_weak(cur, v, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+    }
+  }
+  /// Returns the previous value. Plain arithmetic while the host launcher runs a loop on one
+  /// thread: an uncontended lock-prefixed add still costs ~10 ns, which dominates counting passes.
+  template <class T>
+  static T fetch_add(T* p, T v) {
+    if (serial) {
+      const T old = *p;
+      *p = old + v;
+      return old;
+    }
+    return std::atomic_ref<T>(*p).fetch_add(v, std::memory_order_relaxed);
+  }
+  /// Set by the host launcher for loops it runs on a single thread.
+  static inline thread_local bool serial = false;
+  static void fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+  static void pause() { __builtin_ia32_pause(); }
+};
+#endif
+
+#if defined(__CUDACC__)
+/// Device atomics: the CUDA intrinsics on 32- and 64-bit words.
+struct DeviceAtomics {
+  template <class T>
+  __device__ static T load(const T* p) {
+    return *static_cast<const volatile T*>(p);
+  }
+  template <class T>
+  __device__ static void store(T* p, T v) {
+    __threadfence();
+    *static_cast<volatile T*>(p) = v;
+  }
+  template <class T>
+  __device__ static T cas(T* p, T expected, T desired) {
+    if constexpr (sizeof(T) == 8)
+      return static_cast<T>(atomicCAS(reinterpret_cast<unsigned long long*>(p),
+                                      static_cast<unsigned long long>(expected),
+                                      static_cast<unsigned long long>(desired)));
+    else
+      return static_cast<T>(atomicCAS(reinterpret_cast<unsigned int*>(p), static_cast<unsigned int>(expected),
+                                      static_cast<unsigned int>(desired)));
+  }
+  template <class T>
+  __device__ static void fetch_min(T* p, T v) {
+    if constexpr (sizeof(T) == 8)
+      atomicMin(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+    else
+      atomicMin(reinterpret_cast<unsigned int*>(p), static_cast<unsigned int>(v));
+  }
+  template <class T>
+  __device__ static T fetch_add(T* p, T v) {
+    if constexpr (sizeof(T) == 8)
+      return static_cast<T>(atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v)));
+    else
+      return static_cast<T>(atomicAdd(reinterpret_cast<unsigned int*>(p), static_cast<unsigned int>(v)));
+  }
+  __device__ static void fence() { __threadfence(); }
+  __device__ static void pause() { __nanosleep(32); }
+};
+#endif
+
+/// The slot where probing for `key` starts.
+template <class K, class V>
+FEM_HD_INLINE std::uint64_t home_slot(const TableRef<K, V>& t, const K& key) {
+  return KeyTraits<K>::hash(key) & t.mask;
+}
+
+/// Find `key`'s slot, claiming an empty one if it is absent. Lock-free for 64-bit keys; 128-bit
+/// keys claim their slot by writing a "locked" marker into the hi word, then lo, then hi.
+template <class A, class K, class V>
+FEM_HD_INLINE ProbeResult insert_key(const TableRef<K, V>& t, const K& key) {
+  std::uint64_t slot = home_slot(t, key);
+  for (std::uint32_t probes = 1; probes <= t.mask + 1; ++probes) {
+    if constexpr (std::is_same_v<K, std::uint64_t>) {
+      std::uint64_t cur = A::load(&t.keys[slot]);
+      if (cur == key) return {std::uint32_t(slot), probes, false, false};
+      if (cur == KeyTraits<K>::empty) {
+        cur = A::cas(&t.keys[slot], KeyTraits<K>::empty, key);
+        if (cur == KeyTraits<K>::empty) return {std::uint32_t(slot), probes, true, false};
+        if (cur == key) return {std::uint32_t(slot), probes, false, false};
+      }
+    } else {
+      using T = KeyTraits<Key128>;
+      std::uint64_t* hi = &t.keys[slot].hi;
+      std::uint64_t cur = A::load(hi);
+      if (cur == T::empty_hi) {
+        cur = A::cas(hi, T::empty_hi, T::locked_hi);
+        if (cur == T::empty_hi) {
+          t.keys[slot].lo = key.lo;
+          A::fence();
+          A::store(hi, key.hi);
+          return {std::uint32_t(slot), probes, true, false};
+        }
+      }
+      while (cur == T::locked_hi) {
+        A::pause();
+        cur = A::load(hi);
+      }
+      if (cur == key.hi && A::load(&t.keys[slot].lo) == key.lo) return {std::uint32_t(slot), probes, false, false};
+    }
+    slot = (slot + 1) & t.mask;
+  }
+  return {0, std::uint32_t(t.mask + 1), false, true};
+}
+
+/// The slot holding `key`, or not_found. Only valid when no insert runs concurrently.
+template <class A, class K, class V>
+FEM_HD_INLINE std::uint32_t find_key(const TableRef<K, V>& t, const K& key) {
+  std::uint64_t slot = home_slot(t, key);
+  for (std::uint64_t probes = 0; probes <= t.mask; ++probes) {
+    if constexpr (std::is_same_v<K, std::uint64_t>) {
+      const std::uint64_t cur = t.keys[slot];
+      if (cur == key) return std::uint32_t(slot);
+      if (cur == KeyTraits<K>::empty) return not_found;
+    } else {
+      const Key128 cur = t.keys[slot];
+      if (cur == key) return std::uint32_t(slot);
+      if (cur.hi == KeyTraits<Key128>::empty_hi) return not_found;
+    }
+    slot = (slot + 1) & t.mask;
+  }
+  return not_found;
+}
+
+template <class K>
+FEM_HD_INLINE bool slot_occupied(const K& k) {
+  if constexpr (std::is_same_v<K, std::uint64_t>)
+    return k != KeyTraits<K>::empty;
+  else
+    return k.hi != KeyTraits<Key128>::empty_hi;
+}
+
+// --- per-index bodies of the bulk operations, shared by the host and device launchers ---------
+
+/// insert-or-assign of keys[i] -> values[i].
+template <class A, class K, class V>
+FEM_HD_INLINE ProbeResult insert_one(const TableRef<K, V>& t, const K& key, V value) {
+  const ProbeResult r = insert_key<A>(t, key);
+  if (!r.full) A::store(&t.values[r.slot], value);
+  return r;
+}
+
+/// Phase 1 of insert_unique: place the key and keep, in its value, the smallest batch index at
+/// which it occurs (marked pending). Keys already numbered keep their id (ids < pending_bit).
+template <class A, class K, class V>
+FEM_HD_INLINE ProbeResult mark_one(const TableRef<K, V>& t, const K& key, std::uint64_t i, std::uint32_t* slots) {
+  const ProbeResult r = insert_key<A>(t, key);
+  if (!r.full) {
+    A::fetch_min(&t.values[r.slot], V(pending_bit<V> | V(i)));
+    slots[i] = r.slot;
+  }
+  return r;
+}
+
+/// Phase 2: read back the value: 1 when occurrence i is its key's first occurrence in the
+/// batch of a key that was not numbered before. The raw value is kept in ids[i] for phase 3.
+template <class K, class V>
+FEM_HD_INLINE std::uint32_t first_occurrence_flag(const TableRef<K, V>& t, std::uint64_t i, const std::uint32_t* slots,
+                                                  V* ids) {
+  const V v = t.values[slots[i]];
+  ids[i] = v;
+  return (v & pending_bit<V>) && V(v & ~pending_bit<V>) == V(i) ? 1u : 0u;
+}
+
+/// Phase 3: the id of occurrence i: its old id, or base + the rank of its key's first occurrence
+/// among first occurrences (ranks = exclusive scan of the flags). Deterministic: ids follow
+/// first occurrence order whatever the thread count or the device.
+template <class V>
+FEM_HD_INLINE void resolve_id(std::uint64_t i, V base, const std::uint32_t* ranks, V* ids, std::uint8_t* is_new) {
+  const V v = ids[i];
+  if (v & pending_bit<V>) {
+    const std::uint64_t first = v & ~pending_bit<V>;
+    ids[i] = V(base + ranks[first]);
+    if (is_new) is_new[i] = first == i ? 1 : 0;
+  } else if (is_new) {
+    is_new[i] = 0;
+  }
+}
+
+}  // namespace fem::gpu::detail

@@ -1,0 +1,131 @@
+// Where GPU-library data lives and its bulk operations run. Passed explicitly to every table and
+// builder (never a global device switch):
+//   Executor::host()          the host twin: OpenMP over host memory, no copies;
+//   Executor::debug_device()  the device code path on the CPU: separate "device" buffers and
+//                             explicit copies, so CI checks the copy discipline without a GPU;
+//   Executor::cuda()          a CUDA device, through an injected GpuContext.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+
+
+namespace fem::gpu {
+
+struct DeviceProperties {
+  std::string name;
+  int compute_major = 0, compute_minor = 0;
+  int multiprocessors = 0;
+  std::size_t total_memory = 0;
+  double memory_bandwidth_gbs = 0;  ///< theoretical peak, from the memory clock and bus width
+};
+
+/// The services a device gives the GPU library: a stream, allocation, copies and properties.
+/// Every operation is ordered on the context's stream; synchronize() waits for all of them.
+/// Inject your own (e.g. your simulation's stream and pool allocator) through Executor::cuda().
+class GpuContext {
+ public:
+  virtual ~GpuContext() = default;
+  virtual void* allocate(std::size_t bytes) = 0;
+  virtual void deallocate(void* ptr) noexcept = 0;
+  virtual void copy_to_device(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_to_host(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void copy_on_device(void* dst, const void* src, std::size_t bytes) = 0;
+  virtual void fill_bytes(void* dst, int byte, std::size_t bytes) = 0;
+  virtual void synchronize() = 0;
+  /// The cudaStream_t, or nullptr for host contexts.
+  virtual void* stream() const noexcept = 0;
+  virtual DeviceProperties properties() const = 0;
+  /// True for the host twin and the debug device.
+  virtual bool on_host() const noexcept = 0;
+};
+
+class Executor {
+ public:
+  enum class Kind { host, debug_device, cuda };
+
+  static Executor host();
+  static Executor debug_device();
+  /// A context on CUDA device `device`, with a stream of its own. Throws NotCompiled without
+  /// CUDA support, CudaError when no device is usable.
+  static Executor cuda(int device = 0);
+  /// An executor over an injected context.
+  static Executor cuda(std::shared_ptr<GpuContext> context);
+
+  Kind kind() const noexcept { return kind_; }
+  /// True when data must be copied to and from the executor (debug device, CUDA).
+  bool separate_memory() const noexcept { return kind_ != Kind::host; }
+  bool runs_on_host() const noexcept { return kind_ != Kind::cuda; }
+  GpuContext& context() const noexcept { return *context_; }
+  const std::shared_ptr<GpuContext>& context_ptr() const noexcept { return context_; }
+  std::string name() const;
+
+ private:
+  Executor(Kind kind, std::shared_ptr<GpuContext> context) : kind_(kind), context_(std::move(context)) {}
+  Kind kind_;
+  std::shared_ptr<GpuContext> context_;
+};
+
+/// True when this build has CUDA and a device answers. `reason` says why not.
+bool cuda_available(std::string* reason = nullptr) noexcept;
+
+namespace detail {
+/// Throws InvalidArgument unless [offset, offset + count) fits in `size` (kept out of line so
+/// CUDA sources need not see the error machinery).
+void check_transfer(const char* what, std::size_t offset, std::size_t count, std::size_t size);
+}  // namespace detail
+
+/// An array in an executor's memory (device memory for CUDA). Move-only; freed through the
+/// context it came from.
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const Executor& exec, std::size_t n)
+      : context_(exec.context_ptr()),
+        data_(n ? static_cast<T*>(context_->allocate(n * sizeof(T))) : nullptr),
+        size_(n) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : context_(std::move(o.context_)), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      context_ = std::move(o.context_);
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { reset(); }
+
+  void reset() noexcept {
+    if (data_) context_->deallocate(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::size_t bytes() const noexcept { return size_ * sizeof(T); }
+
+  /// Stream-ordered copies; the host side must stay alive until the stream reaches them.
+  void upload(std::span<const T> host, std::size_t offset = 0) {
+    detail::check_transfer("upload", offset, host.size(), size_);
+    if (!host.empty()) context_->copy_to_device(data_ + offset, host.data(), host.size_bytes());
+  }
+  void download(std::span<T> host, std::size_t offset = 0) const {
+    detail::check_transfer("download", offset, host.size(), size_);
+    if (!host.empty()) context_->copy_to_host(host.data(), data_ + offset, host.size_bytes());
+  }
+
+ private:
+  std::shared_ptr<GpuContext> context_;
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace fem::gpu

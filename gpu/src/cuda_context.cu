@@ -1,0 +1,87 @@
+// The CUDA GpuContext: one device, one stream, stream-ordered allocation (cudaMallocAsync) and
+// copies, device properties.
+#include <memory>
+#include <string>
+
+#include "cuda_try.cuh"
+#include "fem/gpu/executor.hpp"
+
+namespace fem::gpu {
+namespace {
+
+class CudaContext final : public GpuContext {
+ public:
+  explicit CudaContext(int device) : device_(device) {
+    FEM_CUDA_TRY(cudaSetDevice(device_));
+    FEM_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  }
+  ~CudaContext() override {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+  void* allocate(std::size_t bytes) override {
+    void* p = nullptr;
+    FEM_CUDA_TRY(cudaSetDevice(device_));
+    FEM_CUDA_TRY(cudaMallocAsync(&p, bytes, stream_));
+    return p;
+  }
+  void deallocate(void* ptr) noexcept override { cudaFreeAsync(ptr, stream_); }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    FEM_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
+  }
+  void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    FEM_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  }
+  void copy_on_device(void* dst, const void* src, std::size_t bytes) override {
+    FEM_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+  }
+  void fill_bytes(void* dst, int byte, std::size_t bytes) override {
+    FEM_CUDA_TRY(cudaMemsetAsync(dst, byte, bytes, stream_));
+  }
+  void synchronize() override { FEM_CUDA_TRY(cudaStreamSynchronize(stream_)); }
+  void* stream() const noexcept override { return stream_; }
+  DeviceProperties properties() const override {
+    cudaDeviceProp p{};
+    FEM_CUDA_TRY(cudaGetDeviceProperties(&p, device_));
+    int clock_khz = 0, bus_bits = 0;
+    FEM_CUDA_TRY(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device_));
+    FEM_CUDA_TRY(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device_));
+    DeviceProperties out;
+    out.name = p.name;
+    out.compute_major = p.major;
+    out.compute_minor = p.minor;
+    out.multiprocessors = p.multiProcessorCount;
+    out.total_memory = p.totalGlobalMem;
+    out.memory_bandwidth_gbs = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;  // double data rate
+    return out;
+  }
+  bool on_host() const noexcept override { return false; }
+
+ private:
+  int device_;
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace
+
+std::shared_ptr<GpuContext> make_cuda_context(int device) {
+  int count = 0;
+  FEM_CUDA_TRY(cudaGetDeviceCount(&count));
+  if (device < 0 || device >= count) detail::throw_no_such_device(device, count);
+  return std::make_shared<CudaContext>(device);
+}
+
+bool cuda_available(std::string* reason) noexcept {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    if (reason)
+      *reason = e != cudaSuccess ? std::string("no usable CUDA device: ") + cudaGetErrorString(e)
+                                 : std::string("no CUDA device present");
+    cudaGetLastError();  // clear the sticky error
+    return false;
+  }
+  return true;
+}
+
+}  // namespace fem::gpu

@@ -1,0 +1,183 @@
+// The host twin of the hash table: the shared probing bodies with std::atomic_ref, OpenMP over
+// the keys, and software prefetching of the home slots (the table is far larger than the cache,
+// so an insert is one DRAM round trip; prefetching keeps many in flight per core).
+#include <omp.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "backend.hpp"
+#include "fem/memory.hpp"
+
+namespace fem::gpu::detail {
+namespace {
+
+constexpr std::int64_t kPrefetch = 16;
+
+template <class K, class V>
+void prefetch_home(const TableRef<K, V>& t, const K& key) {
+  const std::uint64_t s = home_slot(t, key);
+  __builtin_prefetch(&t.keys[s], 1, 0);
+  __builtin_prefetch(&t.values[s], 1, 0);
+}
+
+// Exclusive prefix sum in place, two passes over per-thread blocks.
+void exclusive_scan(std::uint32_t* data, std::int64_t n) {
+  const int nt = omp_get_max_threads();
+  std::vector<std::uint64_t> partial(nt + 1, 0);
+#pragma omp parallel num_threads(nt)
+  {
+    const int t = omp_get_thread_num();
+    const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
+    std::uint64_t s = 0;
+    for (std::int64_t i = b; i < e; ++i) s += data[i];
+    partial[t + 1] = s;
+#pragma omp barrier
+#pragma omp single
+    for (int k = 0; k < nt; ++k) partial[k + 1] += partial[k];
+    std::uint64_t run = partial[t];
+    for (std::int64_t i = b; i < e; ++i) {
+      const std::uint32_t v = data[i];
+      data[i] = static_cast<std::uint32_t>(run);
+      run += v;
+    }
+  }
+}
+
+template <class K, class V>
+class HostBackend final : public TableBackend<K, V> {
+ public:
+  explicit HostBackend(Executor exec) : exec_(std::move(exec)) {}
+
+  void clear(TableRef<K, V> t, Counters* c) override {
+    const std::size_t cap = t.mask + 1;
+    std::fill_n(reinterpret_cast<unsigned char*>(t.keys), cap * sizeof(K), 0xff);
+    std::fill_n(reinterpret_cast<unsigned char*>(t.values), cap * sizeof(V), 0xff);
+    if (c) *c = Counters{};
+  }
+
+  void insert(TableRef<K, V> t, Counters* c, const K* keys, const V* values, std::size_t n) override {
+    run(c, n, [&](std::int64_t i) {
+      if (i + kPrefetch < static_cast<std::int64_t>(n)) prefetch_home(t, keys[i + kPrefetch]);
+      return insert_one<HostAtomics>(t, keys[i], values[i]);
+    });
+  }
+
+  void insert_unique(TableRef<K, V> t, Counters* c, const K* keys, std::size_t n, V* ids,
+                     std::uint8_t* is_new) override {
+    c->base = c->size;
+    const auto nn = static_cast<std::int64_t>(n);
+    resize_prefaulted(slots_, n);
+    resize_prefaulted(flags_, n);
+    std::uint32_t* slots = slots_.data();
+    run(c, n, [&](std::int64_t i) {
+      if (i + kPrefetch < nn) prefetch_home(t, keys[i + kPrefetch]);
+      return mark_one<HostAtomics>(t, keys[i], std::uint64_t(i), slots);
+    });
+    if (c->full) return;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < nn; ++i) {
+      if (i + kPrefetch < nn) __builtin_prefetch(&t.values[slots[i + kPrefetch]], 0, 0);
+      flags_[i] = first_occurrence_flag(t, std::uint64_t(i), slots, ids);
+    }
+    exclusive_scan(flags_.data(), nn);
+    const V base = static_cast<V>(c->base);
+    std::uint8_t* fresh = is_new;
+    if (!fresh) {
+      resize_prefaulted(fresh_, n);
+      fresh = fresh_.data();
+    }
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < nn; ++i) {
+      resolve_id(std::uint64_t(i), base, flags_.data(), ids, fresh);
+      if (fresh[i]) t.values[slots[i]] = ids[i];
+    }
+  }
+
+  void find(TableRef<K, V> t, const K* keys, std::size_t n, V* values, std::uint8_t* found) override {
+    const auto nn = static_cast<std::int64_t>(n);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < nn; ++i) {
+      if (i + kPrefetch < nn) prefetch_home(t, keys[i + kPrefetch]);
+      const std::uint32_t s = find_key<HostAtomics>(t, keys[i]);
+      values[i] = s == not_found ? empty_value<V> : t.values[s];
+      if (found) found[i] = s != not_found;
+    }
+  }
+
+  void export_entries(TableRef<K, V> t, std::size_t size, K* keys, V* values) override {
+    const auto cap = static_cast<std::int64_t>(t.mask + 1);
+    const int nt = omp_get_max_threads();
+    std::vector<std::int64_t> offset(nt + 1, 0);
+#pragma omp parallel num_threads(nt)
+    {
+      const int th = omp_get_thread_num();
+      const std::int64_t b = cap * th / nt, e = cap * (th + 1) / nt;
+      std::int64_t count = 0;
+      for (std::int64_t s = b; s < e; ++s) count += slot_occupied(t.keys[s]);
+      offset[th + 1] = count;
+#pragma omp barrier
+#pragma omp single
+      for (int k = 0; k < nt; ++k) offset[k + 1] += offset[k];
+      std::int64_t out = offset[th];
+      for (std::int64_t s = b; s < e; ++s)
+        if (slot_occupied(t.keys[s]) && out < static_cast<std::int64_t>(size)) {
+          keys[out] = t.keys[s];
+          values[out] = t.values[s];
+          ++out;
+        }
+    }
+  }
+
+  void rehash(TableRef<K, V> from, TableRef<K, V> to, Counters* c) override {
+    c->max_probe = 0;
+    const auto cap = static_cast<std::int64_t>(from.mask + 1);
+    unsigned max_probe = 0, full = 0;
+#pragma omp parallel for schedule(static) reduction(max : max_probe, full)
+    for (std::int64_t s = 0; s < cap; ++s) {
+      if (!slot_occupied(from.keys[s])) continue;
+      const ProbeResult r = insert_one<HostAtomics>(to, from.keys[s], from.values[s]);
+      max_probe = std::max(max_probe, r.probes);
+      full = std::max(full, unsigned(r.full));
+    }
+    c->max_probe = max_probe;
+    c->full = full;
+  }
+
+ private:
+  // Run body(i) for i < n in parallel and fold its ProbeResults into the counters.
+  template <class Body>
+  void run(Counters* c, std::size_t n, Body&& body) {
+    unsigned long long added = 0;
+    unsigned max_probe = c->max_probe, full = c->full;
+    const auto nn = static_cast<std::int64_t>(n);
+#pragma omp parallel for schedule(static) reduction(+ : added) reduction(max : max_probe, full)
+    for (std::int64_t i = 0; i < nn; ++i) {
+      const ProbeResult r = body(i);
+      added += r.inserted;
+      max_probe = std::max(max_probe, r.probes);
+      full = std::max(full, unsigned(r.full));
+    }
+    c->size += added;
+    c->max_probe = max_probe;
+    c->full = full;
+  }
+
+  Executor exec_;
+  std::vector<std::uint32_t> slots_, flags_;
+  std::vector<std::uint8_t> fresh_;
+};
+
+}  // namespace
+
+template <class K, class V>
+std::unique_ptr<TableBackend<K, V>> make_host_backend(const Executor& exec) {
+  return std::make_unique<HostBackend<K, V>>(exec);
+}
+
+template std::unique_ptr<TableBackend<std::uint64_t, std::uint32_t>> make_host_backend(const Executor&);
+template std::unique_ptr<TableBackend<std::uint64_t, std::uint64_t>> make_host_backend(const Executor&);
+template std::unique_ptr<TableBackend<Key128, std::uint32_t>> make_host_backend(const Executor&);
+template std::unique_ptr<TableBackend<Key128, std::uint64_t>> make_host_backend(const Executor&);
+
+}  // namespace fem::gpu::detail
