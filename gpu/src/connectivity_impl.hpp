@@ -287,9 +287,9 @@ EdgeNumbering number_edges_impl(const Executor& exec, const Mesh& mesh, const Ed
   Output<index_t> cell_edges(exec, nkeys);
   DeviceBuffer<std::uint32_t> ids(exec, nkeys);
   DeviceBuffer<std::uint8_t> is_new(exec, nkeys);
-  HashTable64x32 table(exec, std::max<std::size_t>(nkeys / 2, 1024));
-  table.insert_unique_resident(keys.data(), ids.data(), is_new.data(), nkeys);
-  const std::size_t nedges = table.size();
+  auto table = std::make_shared<HashTable64x32>(exec, std::max<std::size_t>(nkeys / 2, 1024));
+  table->insert_unique_resident(keys.data(), ids.data(), is_new.data(), nkeys);
+  const std::size_t nedges = table->size();
 
   Output<index_t> edge_vertices(exec, 2 * nedges);
   {
@@ -311,6 +311,7 @@ EdgeNumbering number_edges_impl(const Executor& exec, const Mesh& mesh, const Ed
   out.num_edges = static_cast<index_t>(nedges);
   out.cell_edges = cell_edges.take();
   out.edge_vertices = edge_vertices.take();
+  out.table = std::move(table);
   return out;
 }
 

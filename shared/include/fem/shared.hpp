@@ -5,6 +5,7 @@
 #include "fem/array.hpp"
 #include "fem/csr.hpp"
 #include "fem/error.hpp"
+#include "fem/lagrange.hpp"
 #include "fem/memory.hpp"
 #include "fem/mesh.hpp"
 #include "fem/reference_cell.hpp"

@@ -10,6 +10,7 @@
 
 #include "fem/csr.hpp"
 #include "fem/gpu/executor.hpp"
+#include "fem/gpu/hash_table.hpp"
 #include "fem/mesh.hpp"
 
 namespace fem::gpu {
@@ -43,8 +44,11 @@ struct EdgeNumbering {
   index_t num_edges = 0;
   std::vector<index_t> cell_edges;     ///< num_cells × edges per cell
   std::vector<index_t> edge_vertices;  ///< num_edges × 2 (the vertices as the first cell saw them)
+  /// pack_sorted_pair(a, b) of an edge's vertices -> its id, for lookups (e.g. of facet edges).
+  std::shared_ptr<const HashTable64x32> table;
   std::size_t bytes() const noexcept {
-    return sizeof(*this) + (cell_edges.capacity() + edge_vertices.capacity()) * sizeof(index_t);
+    return sizeof(*this) + (cell_edges.capacity() + edge_vertices.capacity()) * sizeof(index_t) +
+           (table ? table->bytes() : 0);
   }
 };
 EdgeNumbering number_edges(const Executor& exec, const Mesh& mesh);

@@ -1,10 +1,4 @@
-// Qualifiers for code compiled by both the host compiler and nvcc.
+// Qualifiers for code compiled by both the host compiler and nvcc (defined in shared).
 #pragma once
 
-#if defined(__CUDACC__)
-#define FEM_HD __host__ __device__
-#define FEM_HD_INLINE __host__ __device__ __forceinline__
-#else
-#define FEM_HD
-#define FEM_HD_INLINE inline __attribute__((always_inline))
-#endif
+#include "fem/hd.hpp"

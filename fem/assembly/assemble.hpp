@@ -1,0 +1,304 @@
+// The assembly loops, as templates so that an element kernel (a library form or the user's own
+// callable) is inlined into the cell loop. The library does the rest: geometry, quadrature,
+// the cached connectivity, colouring, threads and the scatter through the element-to-slot map.
+//
+// An element kernel is any callable `kernel(const CellValues<E, BS>& cv, double* out)` that
+// adds the element matrix (row-major, cv.ndofs × cv.ndofs) or vector (cv.ndofs) of one cell to
+// `out`. Local DOF a * BS + k is component k of the cell's node a. Example (a reaction term):
+//
+//   auto reaction = [](const auto& cv, double* A) {
+//     for (int q = 0; q < cv.num_points; ++q)
+//       for (int i = 0; i < cv.n; ++i)
+//         for (int j = 0; j < cv.n; ++j) A[i * cv.n + j] += 2.0 * cv.basis(q, i) * cv.basis(q, j) * cv.weight[q];
+//   };
+//   assembler.matrix_into(reaction, /*quadrature degree=*/2, values);
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+#include <vector>
+
+#include "fem/assembly/plan.hpp"
+#include "fem/assembly/quadrature.hpp"
+#include "fem/assembly/space.hpp"
+#include "fem/error.hpp"
+#include "fem/lagrange.hpp"
+
+namespace fem::assembly {
+
+/// What an element kernel sees on one cell: the basis at the quadrature points, in physical
+/// coordinates, and the cell values of the coefficient u when one was given.
+template <class E, int BS>
+struct CellValues {
+  using element = E;
+  static constexpr int n = E::n;        ///< nodes (scalar basis functions) per cell
+  static constexpr int dim = E::dim;    ///< spatial dimension
+  static constexpr int bs = BS;         ///< components per node
+  static constexpr int ndofs = E::n * BS;
+
+  index_t cell = 0;
+  int tag = 0;                     ///< the cell's physical tag
+  int num_points = 0;
+  const double* weight = nullptr;  ///< [q]: quadrature weight × |det J|
+  const double* phi = nullptr;     ///< [q * n + i]
+  const double* grad = nullptr;    ///< [(q * n + i) * dim + d]: physical gradients
+  const double* x = nullptr;       ///< [q * dim + d]: physical quadrature points
+  const double* u = nullptr;       ///< [ndofs]: the coefficient on this cell, or nullptr
+
+  FEM_HD double basis(int q, int i) const { return phi[q * n + i]; }
+  FEM_HD const double* basis_grad(int q, int i) const { return grad + (q * n + i) * dim; }
+  FEM_HD const double* point(int q) const { return x + q * dim; }
+  /// u(x_q), component k.
+  FEM_HD double u_value(int q, int k = 0) const {
+    double s = 0;
+    for (int i = 0; i < n; ++i) s += phi[q * n + i] * u[i * BS + k];
+    return s;
+  }
+  /// ∇u(x_q), component k, into g[dim].
+  FEM_HD void u_grad(int q, double* g, int k = 0) const {
+    for (int d = 0; d < dim; ++d) g[d] = 0;
+    for (int i = 0; i < n; ++i)
+      for (int d = 0; d < dim; ++d) g[d] += grad[(q * n + i) * dim + d] * u[i * BS + k];
+  }
+};
+
+/// Which numbers of components a kernel supports: any, only scalar spaces, or only spaces with
+/// one component per dimension (elasticity).
+enum class Blocks { any, scalar, vector };
+
+namespace detail {
+
+/// det and inverse of a dim × dim matrix (row-major).
+template <int D>
+FEM_HD_INLINE double invert(const double* J, double* K) {
+  if constexpr (D == 1) {
+    K[0] = 1.0 / J[0];
+    return J[0];
+  } else if constexpr (D == 2) {
+    const double det = J[0] * J[3] - J[1] * J[2];
+    const double r = 1.0 / det;
+    K[0] = J[3] * r, K[1] = -J[1] * r, K[2] = -J[2] * r, K[3] = J[0] * r;
+    return det;
+  } else {
+    const double c00 = J[4] * J[8] - J[5] * J[7], c01 = J[5] * J[6] - J[3] * J[8], c02 = J[3] * J[7] - J[4] * J[6];
+    const double det = J[0] * c00 + J[1] * c01 + J[2] * c02;
+    const double r = 1.0 / det;
+    K[0] = c00 * r, K[1] = (J[2] * J[7] - J[1] * J[8]) * r, K[2] = (J[1] * J[5] - J[2] * J[4]) * r;
+    K[3] = c01 * r, K[4] = (J[0] * J[8] - J[2] * J[6]) * r, K[5] = (J[2] * J[3] - J[0] * J[5]) * r;
+    K[6] = c02 * r, K[7] = (J[1] * J[6] - J[0] * J[7]) * r, K[8] = (J[0] * J[4] - J[1] * J[3]) * r;
+    return det;
+  }
+}
+
+template <class G>
+inline constexpr bool affine_geometry =
+    G::degree == 1 && (G::cell == CellType::line2 || G::cell == CellType::tri3 || G::cell == CellType::tet4);
+
+/// The element E and the geometry map G tabulated at a rule's points (shared by all cells).
+template <class E, class G>
+struct Tabulation {
+  static_assert(E::dim == G::dim, "element and geometry live on the same reference cell");
+  static constexpr int n = E::n, ng = G::n, dim = E::dim;
+  int nq = 0;
+  std::vector<double> w, phi, dphi, psi, dpsi;
+
+  explicit Tabulation(const Quadrature& q) : nq(q.size()), w(q.weights) {
+    phi.resize(nq * n), dphi.resize(nq * n * dim), psi.resize(nq * ng), dpsi.resize(nq * ng * dim);
+    for (int k = 0; k < nq; ++k) {
+      E::eval(&q.points[k * dim], &phi[k * n], reinterpret_cast<double(*)[dim]>(&dphi[k * n * dim]));
+      G::eval(&q.points[k * dim], &psi[k * ng], reinterpret_cast<double(*)[dim]>(&dpsi[k * ng * dim]));
+    }
+  }
+};
+
+[[noreturn]] void throw_inverted_cell(const Mesh& mesh, index_t cell, double det);
+
+/// Per-cell geometry and basis values: one per thread (it owns the buffers CellValues points to).
+template <class E, class G, int BS>
+class CellEvaluator {
+  static constexpr int n = E::n, ng = G::n, dim = E::dim;
+
+ public:
+  CellEvaluator(const Tabulation<E, G>& tab, const Mesh& mesh, const DofMap& dofmap, std::span<const double> u)
+      : tab_(tab), mesh_(mesh), dofmap_(dofmap), u_global_(u.empty() ? nullptr : u.data()),
+        weight_(tab.nq), grad_(tab.nq * n * dim), x_(tab.nq * dim) {
+    cv_.num_points = tab.nq;
+    cv_.phi = tab.phi.data();
+    cv_.weight = weight_.data();
+    cv_.grad = grad_.data();
+    cv_.x = x_.data();
+    cv_.u = u_global_ ? u_local_ : nullptr;
+  }
+
+  const CellValues<E, BS>& reinit(index_t c) {
+    cv_.cell = c;
+    cv_.tag = mesh_.cell_tags()[c];
+    const index_t* nodes = mesh_.cells().data() + static_cast<std::size_t>(c) * ng;
+    const double* coords = mesh_.coords().data();
+    const int gdim = mesh_.gdim();
+    double X[ng][dim];
+    for (int g = 0; g < ng; ++g)
+      for (int d = 0; d < dim; ++d) X[g][d] = coords[static_cast<std::size_t>(nodes[g]) * gdim + d];
+    double J[dim * dim], K[dim * dim], det = 0;
+    for (int q = 0; q < tab_.nq; ++q) {
+      const double* dpsi = &tab_.dpsi[q * ng * dim];
+      if (q == 0 || !affine_geometry<G>) {
+        for (int a = 0; a < dim * dim; ++a) J[a] = 0;
+        for (int g = 0; g < ng; ++g)
+          for (int d = 0; d < dim; ++d)
+            for (int k = 0; k < dim; ++k) J[d * dim + k] += X[g][d] * dpsi[g * dim + k];
+        det = invert<dim>(J, K);
+        if (!(det > 0)) throw_inverted_cell(mesh_, c, det);
+      }
+      weight_[q] = tab_.w[q] * det;
+      const double* dphi = &tab_.dphi[q * n * dim];
+      for (int i = 0; i < n; ++i)
+        for (int d = 0; d < dim; ++d) {
+          double s = 0;
+          for (int k = 0; k < dim; ++k) s += K[k * dim + d] * dphi[i * dim + k];
+          grad_[(q * n + i) * dim + d] = s;
+        }
+      const double* psi = &tab_.psi[q * ng];
+      for (int d = 0; d < dim; ++d) {
+        double s = 0;
+        for (int g = 0; g < ng; ++g) s += psi[g] * X[g][d];
+        x_[q * dim + d] = s;
+      }
+    }
+    if (u_global_) {
+      const index_t* dofs = dofmap_.cell_nodes.data() + static_cast<std::size_t>(c) * n;
+      for (int i = 0; i < n; ++i)
+        for (int k = 0; k < BS; ++k) u_local_[i * BS + k] = u_global_[static_cast<std::size_t>(dofs[i]) * BS + k];
+    }
+    return cv_;
+  }
+
+ private:
+  const Tabulation<E, G>& tab_;
+  const Mesh& mesh_;
+  const DofMap& dofmap_;
+  const double* u_global_;
+  std::vector<double> weight_, grad_, x_;
+  double u_local_[n * BS] = {};
+  CellValues<E, BS> cv_;
+};
+
+/// Zero a big array with all threads.
+void parallel_zero(std::span<double> values);
+
+/// Call f.template operator()<E, G, BS>() for V's element E, its mesh's geometry map G and its
+/// number of components BS (1, or the space dimension), instantiating only the block sizes B allows.
+template <Blocks B = Blocks::any, class F>
+void visit_space(const FunctionSpace& V, F&& f) {
+  const CellType e = V.element(), g = V.mesh().cell_type();
+  const int bs = V.components(), dim = V.mesh().tdim();
+  FEM_EXPECTS(V.mesh().gdim() == dim, "assembly needs cells of the mesh's dimension: {} cells in {}D",
+              V.mesh().cell_info().name, V.mesh().gdim());
+  FEM_EXPECTS(bs == 1 || bs == dim, "spaces have 1 or {} (the dimension) components, not {}", dim, bs);
+  FEM_EXPECTS(B != Blocks::scalar || bs == 1, "this form needs a scalar space, not one with {} components", bs);
+  FEM_EXPECTS(B != Blocks::vector || bs == dim, "this form needs one component per dimension ({}), not {}", dim, bs);
+  auto with_bs = [&]<class E, class G>() {
+    if constexpr (B != Blocks::vector)
+      if (bs == 1) return f.template operator()<E, G, 1>();
+    if constexpr (B != Blocks::scalar) f.template operator()<E, G, E::dim>();
+  };
+  using enum CellType;
+#define FEM_VISIT(EC, GC)                                \
+  if (e == EC && g == GC) {                             \
+    with_bs.template operator()<Lagrange<EC>, Lagrange<GC>>(); \
+    return;                                              \
+  }
+  FEM_VISIT(line2, line2) FEM_VISIT(line3, line2)
+  FEM_VISIT(tri3, tri3) FEM_VISIT(tri6, tri3) FEM_VISIT(tri3, tri6) FEM_VISIT(tri6, tri6)
+  FEM_VISIT(quad4, quad4) FEM_VISIT(quad9, quad4)
+  FEM_VISIT(tet4, tet4) FEM_VISIT(tet10, tet4) FEM_VISIT(tet4, tet10) FEM_VISIT(tet10, tet10)
+  FEM_VISIT(hex8, hex8)
+#undef FEM_VISIT
+  throw InvalidArgument(fmt::format("assembly of {} on {} cells (mesh '{}') is not supported", cell_info(e).name,
+                                    cell_info(g).name, V.mesh().source()));
+}
+
+}  // namespace detail
+
+/// Assemble the matrix of `kernel` into `values` (the CSR values of plan.pattern(), zeroed
+/// first). `u` (optional, V.num_dofs() entries) is the coefficient the kernel reads as cv.u.
+template <Blocks B = Blocks::any, class Kernel>
+void assemble_matrix(const FunctionSpace& V, const AssemblyPlan& plan, const Kernel& kernel, int quadrature_degree,
+                     std::span<double> values, std::span<const double> u = {}) {
+  FEM_EXPECTS(values.size() == plan.pattern().nnz(), "matrix values: {} given, the pattern has {} nonzeros",
+              values.size(), plan.pattern().nnz());
+  FEM_EXPECTS(u.empty() || u.size() == static_cast<std::size_t>(V.num_dofs()),
+              "coefficient has {} values, the space {} DOFs", u.size(), V.num_dofs());
+  detail::parallel_zero(values);
+  detail::visit_space<B>(V, [&]<class E, class G, int BS>() {
+    constexpr int nd = E::n * BS, nn = nd * nd;
+    const detail::Tabulation<E, G> tab(quadrature(V.element(), quadrature_degree));
+    const index_t* slots = plan.connectivity.element_slots.data();
+    double* val = values.data();
+    for_each_cell_block(plan, [&](index_t first, index_t last) {
+      detail::CellEvaluator<E, G, BS> ev(tab, V.mesh(), V.dofmap(), u);
+      double A[nn];
+      for (index_t c = first; c < last; ++c) {
+        const auto& cv = ev.reinit(c);
+        for (int k = 0; k < nn; ++k) A[k] = 0;
+        kernel(cv, A);
+        const index_t* s = slots + static_cast<std::size_t>(c) * nn;
+        for (int k = 0; k < nn; ++k) val[s[k]] += A[k];
+      }
+    });
+  });
+}
+
+/// Add the vector of `kernel` to `b` (V.num_dofs() entries; not zeroed, so several linear forms
+/// can be summed).
+template <Blocks B = Blocks::any, class Kernel>
+void assemble_vector(const FunctionSpace& V, const AssemblyPlan& plan, const Kernel& kernel, int quadrature_degree,
+                     std::span<double> b, std::span<const double> u = {}) {
+  FEM_EXPECTS(b.size() == static_cast<std::size_t>(V.num_dofs()), "vector of {} entries, the space has {} DOFs",
+              b.size(), V.num_dofs());
+  FEM_EXPECTS(u.empty() || u.size() == static_cast<std::size_t>(V.num_dofs()),
+              "coefficient has {} values, the space {} DOFs", u.size(), V.num_dofs());
+  detail::visit_space<B>(V, [&]<class E, class G, int BS>() {
+    constexpr int nd = E::n * BS;
+    const detail::Tabulation<E, G> tab(quadrature(V.element(), quadrature_degree));
+    const index_t* cell_nodes = V.dofmap().cell_nodes.data();
+    double* out = b.data();
+    for_each_cell_block(plan, [&](index_t first, index_t last) {
+      detail::CellEvaluator<E, G, BS> ev(tab, V.mesh(), V.dofmap(), u);
+      double be[nd];
+      for (index_t c = first; c < last; ++c) {
+        const auto& cv = ev.reinit(c);
+        for (int k = 0; k < nd; ++k) be[k] = 0;
+        kernel(cv, be);
+        const index_t* nodes = cell_nodes + static_cast<std::size_t>(c) * E::n;
+        for (int i = 0; i < E::n; ++i)
+          for (int k = 0; k < BS; ++k) out[static_cast<std::size_t>(nodes[i]) * BS + k] += be[i * BS + k];
+      }
+    });
+  });
+}
+
+/// Σ over cells of kernel(cv) -> double, summed per block and then in block order: the same
+/// result for any thread count.
+template <Blocks B = Blocks::any, class Kernel>
+double integrate_cells(const FunctionSpace& V, const AssemblyPlan& plan, const Kernel& kernel, int quadrature_degree,
+                       std::span<const double> u = {}) {
+  FEM_EXPECTS(u.empty() || u.size() == static_cast<std::size_t>(V.num_dofs()),
+              "coefficient has {} values, the space {} DOFs", u.size(), V.num_dofs());
+  std::vector<double> per_block((plan.num_cells + plan.block_size - 1) / std::max(plan.block_size, 1), 0.0);
+  detail::visit_space<B>(V, [&]<class E, class G, int BS>() {
+    const detail::Tabulation<E, G> tab(quadrature(V.element(), quadrature_degree));
+    for_each_cell_block(plan, [&](index_t first, index_t last) {
+      detail::CellEvaluator<E, G, BS> ev(tab, V.mesh(), V.dofmap(), u);
+      double s = 0;
+      for (index_t c = first; c < last; ++c) s += kernel(ev.reinit(c));
+      per_block[first / plan.block_size] = s;
+    });
+  });
+  double total = 0;
+  for (double s : per_block) total += s;
+  return total;
+}
+
+}  // namespace fem::assembly

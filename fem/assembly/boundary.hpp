@@ -1,0 +1,61 @@
+// Boundary conditions on tagged facets: Dirichlet values imposed so symmetric systems stay
+// symmetric (lifting into the right-hand side, so Cholesky still applies), and Neumann fluxes.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "fem/assembly/forms.hpp"
+#include "fem/assembly/space.hpp"
+
+namespace fem::assembly {
+
+/// Boundary facets picked by physical tag, or the whole boundary (tagged or not).
+struct FacetSet {
+  std::vector<int> tags;
+  bool whole_boundary = false;
+  static FacetSet all() { return {{}, true}; }
+  static FacetSet tagged(std::vector<int> tags) { return {std::move(tags), false}; }
+};
+
+/// The vertices of the selected facets (size() / vertices_per_facet facets). A tag that no
+/// facet of the mesh carries is an error naming it and the facet tags present.
+std::vector<index_t> select_facets(const Mesh& mesh, const FacetSet& set, int& vertices_per_facet);
+
+/// The space nodes on each facet (vertex nodes, then edge nodes), nodes_per_facet per facet,
+/// in the order of the facet's Lagrange element.
+std::vector<index_t> facet_nodes(const FunctionSpace& V, std::span<const index_t> facet_vertices,
+                                 int vertices_per_facet, int& nodes_per_facet);
+
+/// u = value(x) on the selected facets (value nullptr: zero), on one component or all (-1).
+struct Dirichlet {
+  FacetSet where;
+  Function value;
+  int component = -1;
+};
+
+/// The constrained DOFs, sorted and unique, and their values.
+struct DirichletValues {
+  std::vector<index_t> dofs;
+  std::vector<double> values;
+  /// The same DOFs with zero values (for Newton increments).
+  DirichletValues homogeneous() const { return {dofs, std::vector<double>(dofs.size(), 0.0)}; }
+};
+
+/// Evaluate the conditions at the DOFs' coordinates; where conditions overlap the later wins.
+DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichlet> conditions);
+
+/// Impose the values on A x = b symmetrically: b_i -= Σ_j A_ij g_j for free rows, constrained
+/// rows and columns are zeroed but for their diagonal, and b_k = A_kk g_k. The pattern is kept
+/// (explicit zeros), so cached factorizations of the pattern stay valid.
+void apply_dirichlet(const DirichletValues& bc, const CsrPattern& pattern, std::span<double> values,
+                     std::span<double> b);
+/// x_k = g_k at the constrained DOFs.
+void set_dirichlet(const DirichletValues& bc, std::span<double> x);
+/// r_k = 0 at the constrained DOFs (residuals of Newton with the values already in u).
+void zero_dirichlet(const DirichletValues& bc, std::span<double> r);
+
+/// Add ∫_Γ g·v over the facets of `n.tags` to b.
+void assemble_neumann(const FunctionSpace& V, const Neumann& n, std::span<double> b);
+
+}  // namespace fem::assembly

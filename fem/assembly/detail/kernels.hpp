@@ -1,0 +1,96 @@
+// Element kernels of the library's forms, written once over CellValues and a coefficient
+// callable coef(cell, tag, x) -> double, so the host loop and device code share the math.
+#pragma once
+
+#include "fem/hd.hpp"
+
+namespace fem::assembly::kernels {
+
+/// ∫ k ∇u·∇v (scalar).
+template <class K>
+struct Diffusion {
+  K k;
+  template <class CV>
+  FEM_HD void operator()(const CV& cv, double* A) const {
+    constexpr int n = CV::n, dim = CV::dim;
+    for (int q = 0; q < cv.num_points; ++q) {
+      const double kw = k(cv.cell, cv.tag, cv.point(q)) * cv.weight[q];
+      for (int i = 0; i < n; ++i) {
+        const double* gi = cv.basis_grad(q, i);
+        for (int j = i; j < n; ++j) {
+          const double* gj = cv.basis_grad(q, j);
+          double s = 0;
+          for (int d = 0; d < dim; ++d) s += gi[d] * gj[d];
+          s *= kw;
+          A[i * n + j] += s;
+          if (j != i) A[j * n + i] += s;
+        }
+      }
+    }
+  }
+};
+
+/// ∫ rho u·v, every component.
+template <class K>
+struct Mass {
+  K rho;
+  template <class CV>
+  FEM_HD void operator()(const CV& cv, double* A) const {
+    constexpr int n = CV::n, bs = CV::bs, nd = CV::ndofs;
+    for (int q = 0; q < cv.num_points; ++q) {
+      const double rw = rho(cv.cell, cv.tag, cv.point(q)) * cv.weight[q];
+      for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) {
+          const double m = rw * cv.basis(q, i) * cv.basis(q, j);
+          for (int c = 0; c < bs; ++c) A[(i * bs + c) * nd + j * bs + c] += m;
+        }
+    }
+  }
+};
+
+/// Linear elasticity from Young's modulus and Poisson's ratio (plane strain in 2D).
+template <class KE, class KNu>
+struct Elasticity {
+  KE young;
+  KNu poisson;
+  template <class CV>
+  FEM_HD void operator()(const CV& cv, double* A) const {
+    constexpr int n = CV::n, dim = CV::dim, nd = CV::ndofs;
+    static_assert(CV::bs == CV::dim, "elasticity needs one component per dimension");
+    for (int q = 0; q < cv.num_points; ++q) {
+      const double E = young(cv.cell, cv.tag, cv.point(q)), nu = poisson(cv.cell, cv.tag, cv.point(q));
+      const double lambda = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
+      const double w = cv.weight[q];
+      for (int i = 0; i < n; ++i) {
+        const double* gi = cv.basis_grad(q, i);
+        for (int j = 0; j < n; ++j) {
+          const double* gj = cv.basis_grad(q, j);
+          double dot = 0;
+          for (int d = 0; d < dim; ++d) dot += gi[d] * gj[d];
+          for (int a = 0; a < dim; ++a)
+            for (int b = 0; b < dim; ++b)
+              A[(i * dim + a) * nd + j * dim + b] +=
+                  w * (lambda * gi[a] * gj[b] + mu * (gi[b] * gj[a] + (a == b ? dot : 0.0)));
+        }
+      }
+    }
+  }
+};
+
+/// ∫ f·v with f(x, value[bs]).
+template <class F>
+struct Source {
+  F f;
+  template <class CV>
+  FEM_HD void operator()(const CV& cv, double* b) const {
+    constexpr int n = CV::n, bs = CV::bs;
+    double fx[bs];
+    for (int q = 0; q < cv.num_points; ++q) {
+      f(cv.point(q), fx);
+      for (int i = 0; i < n; ++i)
+        for (int c = 0; c < bs; ++c) b[i * bs + c] += cv.weight[q] * fx[c] * cv.basis(q, i);
+    }
+  }
+};
+
+}  // namespace fem::assembly::kernels

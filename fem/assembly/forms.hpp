@@ -1,0 +1,119 @@
+// The library's forms: diffusion, mass and linear elasticity (bilinear), sources and Neumann
+// fluxes (linear), and quasilinear residual/Jacobian pairs for nonlinear problems. Each is a
+// small description; the Assembler turns it into an inlined element kernel.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "fem/csr.hpp"
+
+namespace fem::assembly {
+
+/// A scalar function of position: x has as many coordinates as the mesh.
+using Function = std::function<double(const double* x)>;
+/// A function of position with one value per component, written to `value`.
+using VectorFunction = std::function<void(const double* x, double* value)>;
+
+/// A coefficient: constant, one value per cell, one value per cell tag, or a function of x.
+class Coefficient {
+ public:
+  enum class Kind { constant, per_cell, per_tag, function };
+
+  Coefficient(double value = 1.0) : kind_(Kind::constant), value_(value) {}  // NOLINT: implicit from a number
+  static Coefficient per_cell(std::vector<double> values);
+  /// Tags without a value take `otherwise`; without it, a cell tag missing from `values` is an
+  /// error when the form is assembled.
+  static Coefficient per_tag(std::map<int, double> values, std::optional<double> otherwise = std::nullopt);
+  static Coefficient function(Function f);
+
+  Kind kind() const noexcept { return kind_; }
+  bool varies_in_cell() const noexcept { return kind_ == Kind::function; }
+  double operator()(index_t cell, int tag, const double* x) const {
+    switch (kind_) {
+      case Kind::constant: return value_;
+      case Kind::per_cell: return (*cells_)[cell];
+      case Kind::per_tag: return tag_value(tag);
+      case Kind::function: return (*function_)(x);
+    }
+    return value_;
+  }
+  /// Throws InvalidArgument naming the first cell whose tag or index has no value.
+  void check(std::span<const int> cell_tags, const char* what) const;
+
+ private:
+  double tag_value(int tag) const {
+    for (const auto& [t, v] : *tags_)
+      if (t == tag) return v;
+    return value_;
+  }
+  Kind kind_;
+  double value_ = 0;  // the constant, or the per-tag fallback
+  bool has_fallback_ = true;
+  std::shared_ptr<const std::vector<double>> cells_;
+  std::shared_ptr<const std::vector<std::pair<int, double>>> tags_;
+  std::shared_ptr<const Function> function_;
+};
+
+/// -div(k grad u): ∫ k ∇u·∇v.
+struct Diffusion {
+  Coefficient k = 1.0;
+};
+
+/// ∫ rho u·v (every component of a vector space).
+struct Mass {
+  Coefficient rho = 1.0;
+};
+
+/// Linear elasticity: ∫ σ(u):ε(v), σ = λ tr(ε) I + 2μ ε, from Young's modulus E and Poisson's
+/// ratio nu (plane strain in 2D). Needs a space with one component per dimension.
+struct Elasticity {
+  Coefficient young = 1.0;
+  Coefficient poisson = 0.3;
+};
+
+/// ∫ f v (scalar spaces).
+struct Source {
+  Function f;
+};
+
+/// ∫ f·v with f one value per component (e.g. a body force).
+struct VectorSource {
+  VectorFunction f;
+};
+
+/// ∫_Γ g·v over the boundary facets with the given tags (g: one value per component).
+struct Neumann {
+  std::vector<int> tags;
+  VectorFunction g;
+  /// A scalar flux on scalar spaces.
+  static Neumann scalar(std::vector<int> tags, Function g);
+};
+
+/// A quasilinear form F(u; v) = ∫ a(x, u, ∇u)·∇v + s(x, u, ∇u) v on a scalar space: enough for
+/// -div((1 + u²)∇u) = f, Bratu's -Δu = λ e^u and the p-Laplacian. The callbacks also give the
+/// derivatives the Jacobian needs: da_du[d], da_dg[d * dim + e] = ∂a_d/∂(∇u)_e, and likewise
+/// for s.
+struct NonlinearForm {
+  using Flux = std::function<void(const double* x, double u, const double* grad_u, int dim, double* a,
+                                  double* da_du, double* da_dg)>;
+  using Reaction = std::function<void(const double* x, double u, const double* grad_u, int dim, double* s,
+                                      double* ds_du, double* ds_dg)>;
+  Flux flux;
+  Reaction reaction;
+  /// Quadrature degree; by default 2·(degree of the space) + 2.
+  std::optional<int> quadrature_degree;
+};
+
+/// -div(k(u) ∇u) = f with k and dk/du given.
+NonlinearForm quasilinear(std::function<double(double)> k, std::function<double(double)> dk_du, Function f);
+/// Bratu: -Δu = λ e^u.
+NonlinearForm bratu(double lambda);
+/// p-Laplacian: -div((ε² + |∇u|²)^((p-2)/2) ∇u) = f (ε regularises the flat spots).
+NonlinearForm p_laplacian(double p, Function f, double epsilon = 1e-6);
+
+}  // namespace fem::assembly

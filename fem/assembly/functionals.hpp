@@ -1,0 +1,35 @@
+// Functionals of discrete fields: nodal interpolation, integrals, and the L2 and H1 errors
+// against exact solutions (for verification and convergence studies).
+#pragma once
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "fem/assembly/assembler.hpp"
+
+namespace fem::assembly {
+
+/// The nodal interpolant of f (components values per node) on V.
+std::vector<double> interpolate(const FunctionSpace& V, const VectorFunction& f);
+/// The same for a scalar function on a scalar space.
+std::vector<double> interpolate(const FunctionSpace& V, const Function& f);
+
+/// ∫ u (component `component`).
+double integrate(const Assembler& assembler, std::span<const double> u, int component = 0);
+
+/// The gradient of an exact solution: grad[k * dim + d] = ∂u_k/∂x_d.
+using GradientFunction = std::function<void(const double* x, double* grad)>;
+
+struct Errors {
+  double l2 = 0;  ///< ‖u - u_h‖ in L2
+  double h1 = 0;  ///< |u - u_h| in the H1 seminorm
+};
+
+/// Errors of the discrete u against `exact` (and its gradient; when none is given it is taken
+/// by central differences of `exact`, accurate to about 1e-9 relative), with a quadrature
+/// `extra_degree` above what the space itself needs.
+Errors errors(const Assembler& assembler, std::span<const double> u, const VectorFunction& exact,
+              const GradientFunction& exact_gradient = nullptr, int extra_degree = 3);
+
+}  // namespace fem::assembly

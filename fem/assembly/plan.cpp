@@ -1,0 +1,110 @@
+// Plans: connectivity through fem::gpu::build_connectivity, and a greedy colouring of cell
+// blocks with one bitmask of used colours per DOF node.
+#include "fem/assembly/plan.hpp"
+
+#include <omp.h>
+
+#include <bit>
+#include <exception>
+#include <mutex>
+
+#include "fem/error.hpp"
+
+namespace fem::assembly {
+namespace {
+
+constexpr int kBlockSize = 256;
+constexpr int kMaxColors = 63;  // colour 63 collects the blocks that found no free colour
+
+void colour_blocks(const DofMap& d, AssemblyPlan& p) {
+  const index_t nc = p.num_cells;
+  const index_t nblocks = (nc + kBlockSize - 1) / kBlockSize;
+  p.block_size = kBlockSize;
+  std::vector<std::uint64_t> used(d.num_nodes, 0);  // colours of the blocks touching each node
+  std::vector<int> colour(nblocks);
+  std::vector<index_t> count(kMaxColors + 1, 0);
+  const int npc = d.nodes_per_cell;
+  for (index_t b = 0; b < nblocks; ++b) {
+    const index_t first = b * kBlockSize, last = std::min(nc, first + kBlockSize);
+    std::uint64_t forbidden = 0;
+    for (index_t c = first; c < last; ++c)
+      for (int k = 0; k < npc; ++k) forbidden |= used[d.cell_nodes[static_cast<std::size_t>(c) * npc + k]];
+    const int col = std::min(std::countr_one(forbidden), kMaxColors);
+    colour[b] = col;
+    ++count[col];
+    const std::uint64_t bit = col < kMaxColors ? std::uint64_t{1} << col : 0;
+    for (index_t c = first; c < last; ++c)
+      for (int k = 0; k < npc; ++k) used[d.cell_nodes[static_cast<std::size_t>(c) * npc + k]] |= bit;
+  }
+  p.last_color_serial = count[kMaxColors] > 0;
+  int ncolors = 0;
+  while (ncolors < kMaxColors && count[ncolors] > 0) ++ncolors;
+  // Colours are dense 0..ncolors-1 (greedy), then possibly the serial one.
+  std::vector<int> remap(kMaxColors + 1, -1);
+  for (int k = 0; k < ncolors; ++k) remap[k] = k;
+  if (p.last_color_serial) remap[kMaxColors] = ncolors++;
+  p.color_offsets.assign(ncolors + 1, 0);
+  for (index_t b = 0; b < nblocks; ++b) ++p.color_offsets[remap[colour[b]] + 1];
+  for (int k = 0; k < ncolors; ++k) p.color_offsets[k + 1] += p.color_offsets[k];
+  p.color_blocks.resize(nblocks);
+  std::vector<index_t> cursor(p.color_offsets.begin(), p.color_offsets.end() - 1);
+  for (index_t b = 0; b < nblocks; ++b) p.color_blocks[cursor[remap[colour[b]]]++] = b;
+}
+
+}  // namespace
+
+std::size_t AssemblyPlan::bytes() const noexcept {
+  return sizeof(*this) + connectivity.bytes() + (color_offsets.capacity() + color_blocks.capacity()) * sizeof(index_t);
+}
+
+AssemblyPlan build_plan(const FunctionSpace& V, const gpu::Executor& exec) {
+  const DofMap& d = V.dofmap();
+  AssemblyPlan p;
+  p.num_cells = V.mesh().num_cells();
+  p.connectivity = gpu::build_connectivity(exec, d.cell_nodes, d.nodes_per_cell, d.num_nodes, V.components());
+  colour_blocks(d, p);
+  return p;
+}
+
+std::shared_ptr<const AssemblyPlan> plan(const FunctionSpace& V, const gpu::Executor& exec) {
+  if (V.store() == nullptr) return std::make_shared<const AssemblyPlan>(build_plan(V, exec));
+  Store& s = *V.store();
+  bool built = false;
+  auto p = s.get_or_compute<AssemblyPlan>(fmt::format("{}#plan/{}", V.mesh_key(), V.name()),
+                                          {{V.mesh_key(), V.mesh_version()}}, [&] {
+                                            built = true;
+                                            return build_plan(V, exec);
+                                          });
+  s.count(built ? "assembly.pattern_builds" : "assembly.pattern_hits");
+  return p;
+}
+
+void for_each_cell_block(const AssemblyPlan& plan, const std::function<void(index_t, index_t)>& body) {
+  std::exception_ptr error;
+  index_t error_block = -1;
+  std::mutex mutex;
+  auto run = [&](index_t b) {
+    const index_t first = b * plan.block_size, last = std::min(plan.num_cells, first + plan.block_size);
+    try {
+      body(first, last);
+    } catch (...) {
+      std::lock_guard lock(mutex);
+      if (error_block < 0 || b < error_block) {
+        error = std::current_exception();
+        error_block = b;
+      }
+    }
+  };
+  for (int k = 0; k < plan.num_colors() && !error; ++k) {
+    const index_t begin = plan.color_offsets[k], end = plan.color_offsets[k + 1];
+    if (plan.last_color_serial && k + 1 == plan.num_colors()) {
+      for (index_t i = begin; i < end; ++i) run(plan.color_blocks[i]);
+      continue;
+    }
+#pragma omp parallel for schedule(dynamic, 1)
+    for (index_t i = begin; i < end; ++i) run(plan.color_blocks[i]);
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace fem::assembly

@@ -1,0 +1,128 @@
+// Quadrature tables. Gauss-Legendre nodes by Newton's method on the Legendre polynomials;
+// simplices by the collapsed (Duffy) product of Gauss rules, with the classic optimal rules for
+// degrees 1 and 2 that the common P1/P2 forms use.
+#include "fem/assembly/quadrature.hpp"
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numbers>
+
+#include "fem/error.hpp"
+
+namespace fem::assembly {
+
+void gauss_legendre(int n, std::vector<double>& points, std::vector<double>& weights) {
+  FEM_EXPECTS(n >= 1 && n <= 64, "Gauss-Legendre rule with {} points: 1..64 supported", n);
+  points.assign(n, 0.0);
+  weights.assign(n, 0.0);
+  for (int i = 0; i < (n + 1) / 2; ++i) {
+    double x = std::cos(std::numbers::pi * (i + 0.75) / (n + 0.5));
+    double dp = 0;
+    for (int it = 0; it < 100; ++it) {
+      double p0 = 1, p1 = x;  // P_0, P_1
+      for (int k = 2; k <= n; ++k) {
+        const double p2 = ((2 * k - 1) * x * p1 - (k - 1) * p0) / k;
+        p0 = p1;
+        p1 = p2;
+      }
+      const double pn = n == 1 ? x : p1, pn1 = n == 1 ? 1.0 : p0;
+      dp = n * (x * pn - pn1) / (x * x - 1);
+      const double dx = pn / dp;
+      x -= dx;
+      if (std::abs(dx) < 1e-16) break;
+    }
+    points[i] = -x;
+    points[n - 1 - i] = x;
+    weights[i] = weights[n - 1 - i] = 2.0 / ((1 - x * x) * dp * dp);
+  }
+}
+
+namespace {
+
+Quadrature line_rule(int degree) {
+  Quadrature q{CellType::line2, degree, 1, {}, {}};
+  gauss_legendre(degree / 2 + 1, q.points, q.weights);
+  return q;
+}
+
+Quadrature tensor_rule(CellType cell, int dim, int degree) {
+  std::vector<double> x, w;
+  gauss_legendre(degree / 2 + 1, x, w);
+  const int m = static_cast<int>(x.size());
+  Quadrature q{cell, degree, dim, {}, {}};
+  const int total = dim == 2 ? m * m : m * m * m;
+  for (int k = 0; k < total; ++k) {
+    const int i = k % m, j = (k / m) % m, l = k / (m * m);
+    q.points.push_back(x[i]);
+    q.points.push_back(x[j]);
+    if (dim == 3) q.points.push_back(x[l]);
+    q.weights.push_back(w[i] * w[j] * (dim == 3 ? w[l] : 1.0));
+  }
+  return q;
+}
+
+// Collapsed rule: the square/cube [0,1]^d mapped onto the simplex, x = u, y = v(1-u),
+// z = w(1-u)(1-v), with Jacobian (1-u)^(d-1) (1-v)^(d-2). Exact to `degree` with
+// ceil((degree + d) / 2) Gauss points per direction.
+Quadrature collapsed_rule(CellType cell, int dim, int degree) {
+  std::vector<double> g, gw;
+  gauss_legendre((degree + dim) / 2 + 1, g, gw);
+  const int m = static_cast<int>(g.size());
+  for (int i = 0; i < m; ++i) {  // to [0, 1]
+    g[i] = 0.5 * (g[i] + 1);
+    gw[i] *= 0.5;
+  }
+  Quadrature q{cell, degree, dim, {}, {}};
+  const int total = dim == 2 ? m * m : m * m * m;
+  for (int k = 0; k < total; ++k) {
+    const double u = g[k % m], v = g[(k / m) % m], w = dim == 3 ? g[k / (m * m)] : 0.0;
+    const double wu = gw[k % m], wv = gw[(k / m) % m], ww = dim == 3 ? gw[k / (m * m)] : 1.0;
+    q.points.push_back(u);
+    q.points.push_back(v * (1 - u));
+    if (dim == 3) q.points.push_back(w * (1 - u) * (1 - v));
+    q.weights.push_back(wu * wv * ww * (dim == 3 ? (1 - u) * (1 - u) * (1 - v) : (1 - u)));
+  }
+  return q;
+}
+
+Quadrature triangle_rule(int degree) {
+  if (degree <= 1) return {CellType::tri3, 1, 2, {1.0 / 3, 1.0 / 3}, {0.5}};
+  if (degree == 2)
+    return {CellType::tri3, 2, 2, {1.0 / 6, 1.0 / 6, 2.0 / 3, 1.0 / 6, 1.0 / 6, 2.0 / 3}, {1.0 / 6, 1.0 / 6, 1.0 / 6}};
+  return collapsed_rule(CellType::tri3, 2, degree);
+}
+
+Quadrature tetrahedron_rule(int degree) {
+  if (degree <= 1) return {CellType::tet4, 1, 3, {0.25, 0.25, 0.25}, {1.0 / 6}};
+  if (degree == 2) {
+    const double a = 0.5854101966249685, b = 0.1381966011250105;
+    return {CellType::tet4, 2, 3, {b, b, b, a, b, b, b, a, b, b, b, a}, {1.0 / 24, 1.0 / 24, 1.0 / 24, 1.0 / 24}};
+  }
+  return collapsed_rule(CellType::tet4, 3, degree);
+}
+
+Quadrature make_rule(CellType type, int degree) {
+  switch (cell_info(type).dim) {
+    case 1: return line_rule(degree);
+    case 2: return cell_info(type).num_vertices == 3 ? triangle_rule(degree) : tensor_rule(CellType::quad4, 2, degree);
+    case 3: return cell_info(type).num_vertices == 4 ? tetrahedron_rule(degree) : tensor_rule(CellType::hex8, 3, degree);
+    default: return {CellType::point, degree, 0, {}, {1.0}};
+  }
+}
+
+}  // namespace
+
+const Quadrature& quadrature(CellType type, int degree) {
+  FEM_EXPECTS(degree >= 0 && degree <= 30, "quadrature of degree {}: 0..30 supported", degree);
+  static std::mutex mutex;
+  static std::map<std::pair<int, int>, std::unique_ptr<const Quadrature>> cache;
+  const std::pair<int, int> key{cell_info(type).dim * 10 + cell_info(type).num_vertices, degree};
+  std::lock_guard lock(mutex);
+  auto& slot = cache[key];
+  if (!slot) slot = std::make_unique<const Quadrature>(make_rule(type, degree));
+  return *slot;
+}
+
+}  // namespace fem::assembly

@@ -1,0 +1,78 @@
+// Lagrange function spaces: P1/P2 on simplices, Q1/Q2 on quadrilaterals, Q1 on hexahedra,
+// scalar or with several components. The DOF map is cached in the store per mesh version.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fem/gpu/hash_table.hpp"
+#include "fem/mesh.hpp"
+#include "fem/store.hpp"
+
+namespace fem::assembly {
+
+/// The numbering of a scalar Lagrange space's nodes (its DOFs; vector spaces give each node
+/// `components` consecutive DOFs). Vertex nodes come first (mesh nodes referenced as cell
+/// vertices, in mesh order), then one node per edge (P2, Q2) in order of first appearance, then
+/// one per cell (Q2).
+struct DofMap {
+  CellType element = CellType::point;  ///< the element whose nodes these are (tri6 for P2 on triangles)
+  int nodes_per_cell = 0;
+  index_t num_nodes = 0;
+  index_t num_vertex_nodes = 0;
+  index_t num_edges = 0;
+  std::vector<index_t> cell_nodes;     ///< num_cells × nodes_per_cell, in the element's node order
+  std::vector<double> coordinates;     ///< num_nodes × gdim: where each node sits
+  std::vector<index_t> vertex_node;    ///< mesh node -> space node, -1 for mesh nodes that are not vertices
+  /// Sorted vertex pair (fem::gpu::pack_sorted_pair of mesh nodes) -> edge id, for P2/Q2.
+  std::shared_ptr<const gpu::HashTable64x32> edges;
+
+  index_t node_of_edge(index_t edge) const noexcept { return num_vertex_nodes + edge; }
+  std::size_t bytes() const noexcept;
+};
+
+class FunctionSpace {
+ public:
+  /// The Lagrange space of `degree` (1 or 2) with `components` components on the mesh published
+  /// under `mesh_key`; its DOF map is cached in `store` as `<mesh_key>#dofmap/<P|Q><degree>`.
+  FunctionSpace(std::string mesh_key, int degree, int components = 1, Store& store = fem::store());
+  /// The same on a mesh that is not in a store (the DOF map is computed here, not cached).
+  FunctionSpace(std::shared_ptr<const Mesh> mesh, int degree, int components = 1);
+
+  const Mesh& mesh() const noexcept { return *mesh_; }
+  const std::shared_ptr<const Mesh>& mesh_ptr() const noexcept { return mesh_; }
+  /// Empty when the mesh is not in a store.
+  const std::string& mesh_key() const noexcept { return mesh_key_; }
+  Version mesh_version() const noexcept { return mesh_version_; }
+  Store* store() const noexcept { return store_; }
+
+  int degree() const noexcept { return degree_; }
+  int components() const noexcept { return components_; }
+  const DofMap& dofmap() const noexcept { return *dofmap_; }
+  const std::shared_ptr<const DofMap>& dofmap_ptr() const noexcept { return dofmap_; }
+  /// The scalar element (tri3 = P1 on triangles, tri6 = P2, quad9 = Q2, ...).
+  CellType element() const noexcept { return dofmap_->element; }
+  index_t num_dofs() const noexcept { return dofmap_->num_nodes * components_; }
+  /// "P1", "P2x3", "Q1", ...: used in cache keys.
+  std::string name() const;
+
+ private:
+  std::shared_ptr<const Mesh> mesh_;
+  std::string mesh_key_;
+  Version mesh_version_ = 0;
+  Store* store_ = nullptr;
+  int degree_, components_;
+  std::shared_ptr<const DofMap> dofmap_;
+};
+
+/// The element type of the degree-`degree` Lagrange space on cells of `type` (tri6 for P2 on
+/// tri3 or tri6 meshes). Throws InvalidArgument for unsupported pairs (e.g. Q2 on hexahedra).
+CellType lagrange_element(CellType type, int degree);
+
+/// Build the DOF map of the degree-`degree` space on `mesh` (what FunctionSpace caches).
+DofMap build_dofmap(const Mesh& mesh, int degree);
+
+}  // namespace fem::assembly
+
+FEM_TYPE_NAME(fem::assembly::DofMap, "fem::assembly::DofMap");
