@@ -16,6 +16,14 @@ if(FEM_SANITIZE)
   add_link_options(-fsanitize=${_fem_san})
 endif()
 
+# The instruction set: assembly and the host hash table vectorise with AVX2/FMA.
+if(FEM_ARCH AND CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:-march=${FEM_ARCH}>)
+  if(FEM_ENABLE_CUDA_RESOLVED)
+    add_compile_options($<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-march=${FEM_ARCH}>)
+  endif()
+endif()
+
 # Warnings for our own code only (third-party headers come in as SYSTEM).
 function(fem_target_warnings target)
   target_compile_options(${target} PRIVATE

@@ -28,26 +28,28 @@
 namespace fem::assembly {
 
 /// What an element kernel sees on one cell: the basis at the quadrature points, in physical
-/// coordinates, and the cell values of the coefficient u when one was given.
-template <class E, int BS>
+/// coordinates, and the cell values of the coefficient u when one was given. ConstGrad: the
+/// physical gradients are the same at every point (P1 on affine cells) and stored once.
+template <class E, int BS, bool ConstGrad = false>
 struct CellValues {
   using element = E;
   static constexpr int n = E::n;        ///< nodes (scalar basis functions) per cell
   static constexpr int dim = E::dim;    ///< spatial dimension
   static constexpr int bs = BS;         ///< components per node
   static constexpr int ndofs = E::n * BS;
+  static constexpr bool constant_gradients = ConstGrad;
 
   index_t cell = 0;
   int tag = 0;                     ///< the cell's physical tag
   int num_points = 0;
   const double* weight = nullptr;  ///< [q]: quadrature weight × |det J|
   const double* phi = nullptr;     ///< [q * n + i]
-  const double* grad = nullptr;    ///< [(q * n + i) * dim + d]: physical gradients
-  const double* x = nullptr;       ///< [q * dim + d]: physical quadrature points
+  const double* grad = nullptr;    ///< [(q * n + i) * dim + d] (q = 0 only when ConstGrad): physical gradients
+  const double* x = nullptr;       ///< [q * dim + d]: physical quadrature points (when the kernel needs them)
   const double* u = nullptr;       ///< [ndofs]: the coefficient on this cell, or nullptr
 
   FEM_HD double basis(int q, int i) const { return phi[q * n + i]; }
-  FEM_HD const double* basis_grad(int q, int i) const { return grad + (q * n + i) * dim; }
+  FEM_HD const double* basis_grad(int q, int i) const { return grad + ((ConstGrad ? 0 : q) * n + i) * dim; }
   FEM_HD const double* point(int q) const { return x + q * dim; }
   /// u(x_q), component k.
   FEM_HD double u_value(int q, int k = 0) const {
@@ -58,8 +60,10 @@ struct CellValues {
   /// ∇u(x_q), component k, into g[dim].
   FEM_HD void u_grad(int q, double* g, int k = 0) const {
     for (int d = 0; d < dim; ++d) g[d] = 0;
-    for (int i = 0; i < n; ++i)
-      for (int d = 0; d < dim; ++d) g[d] += grad[(q * n + i) * dim + d] * u[i * BS + k];
+    for (int i = 0; i < n; ++i) {
+      const double* gi = basis_grad(q, i);
+      for (int d = 0; d < dim; ++d) g[d] += gi[d] * u[i * BS + k];
+    }
   }
 };
 
@@ -114,60 +118,133 @@ struct Tabulation {
 
 [[noreturn]] void throw_inverted_cell(const Mesh& mesh, index_t cell, double det);
 
+template <class E, class G>
+inline constexpr bool constant_gradients = affine_geometry<G> && E::degree == 1;
+
 /// Per-cell geometry and basis values: one per thread (it owns the buffers CellValues points to).
-template <class E, class G, int BS>
+/// NQ: the number of quadrature points when known at compile time (0: tab.nq at run time).
+template <class E, class G, int BS, int NQ = 0>
 class CellEvaluator {
   static constexpr int n = E::n, ng = G::n, dim = E::dim;
+  static constexpr bool affine = affine_geometry<G>, const_grad = constant_gradients<E, G>;
+  static constexpr int max_q = NQ > 0 ? NQ : 1;  // fixed buffers when NQ is known
 
  public:
-  CellEvaluator(const Tabulation<E, G>& tab, const Mesh& mesh, const DofMap& dofmap, std::span<const double> u)
-      : tab_(tab), mesh_(mesh), dofmap_(dofmap), u_global_(u.empty() ? nullptr : u.data()),
-        weight_(tab.nq), grad_(tab.nq * n * dim), x_(tab.nq * dim) {
-    cv_.num_points = tab.nq;
+  using Values = CellValues<E, BS, const_grad>;
+
+  CellEvaluator(const Tabulation<E, G>& tab, const Mesh& mesh, const DofMap& dofmap, std::span<const double> u,
+                bool need_points = true)
+      : nq_(NQ > 0 ? NQ : tab.nq),
+        need_points_(need_points),
+        w_(tab.w.data()),
+        dphi_(tab.dphi.data()),
+        psi_(tab.psi.data()),
+        dpsi_(tab.dpsi.data()),
+        cells_(mesh.cells().data()),
+        coords_(mesh.coords().data()),
+        tags_(mesh.cell_tags().data()),
+        dofs_(dofmap.cell_nodes.data()),
+        gdim_(mesh.gdim()),
+        mesh_(mesh),
+        u_global_(u.empty() ? nullptr : u.data()) {
+    if constexpr (NQ == 0) {
+      dyn_weight_.resize(nq_);
+      dyn_grad_.resize(const_grad ? n * dim : nq_ * n * dim);
+      dyn_x_.resize(nq_ * dim);
+    }
+    cv_.num_points = nq_;
     cv_.phi = tab.phi.data();
-    cv_.weight = weight_.data();
-    cv_.grad = grad_.data();
-    cv_.x = x_.data();
+    cv_.weight = NQ > 0 ? weight_ : dyn_weight_.data();
+    cv_.grad = NQ > 0 ? grad_ : dyn_grad_.data();
+    cv_.x = NQ > 0 ? x_ : dyn_x_.data();
     cv_.u = u_global_ ? u_local_ : nullptr;
   }
+  CellEvaluator(const CellEvaluator&) = delete;
 
-  const CellValues<E, BS>& reinit(index_t c) {
+  // Inlined into the cell loop: as a call it costs more than the P1 element math.
+  [[gnu::always_inline]] inline const Values& reinit(index_t c) {
+    const int nq = NQ > 0 ? NQ : nq_;
+    double* weight = NQ > 0 ? weight_ : dyn_weight_.data();
+    double* grad = NQ > 0 ? grad_ : dyn_grad_.data();
+    double* x = NQ > 0 ? x_ : dyn_x_.data();
     cv_.cell = c;
-    cv_.tag = mesh_.cell_tags()[c];
-    const index_t* nodes = mesh_.cells().data() + static_cast<std::size_t>(c) * ng;
-    const double* coords = mesh_.coords().data();
-    const int gdim = mesh_.gdim();
+    cv_.tag = tags_[c];
+    const index_t* nodes = cells_ + static_cast<std::size_t>(c) * ng;
     double X[ng][dim];
     for (int g = 0; g < ng; ++g)
-      for (int d = 0; d < dim; ++d) X[g][d] = coords[static_cast<std::size_t>(nodes[g]) * gdim + d];
+      for (int d = 0; d < dim; ++d) X[g][d] = coords_[static_cast<std::size_t>(nodes[g]) * gdim_ + d];
     double J[dim * dim], K[dim * dim], det = 0;
-    for (int q = 0; q < tab_.nq; ++q) {
-      const double* dpsi = &tab_.dpsi[q * ng * dim];
-      if (q == 0 || !affine_geometry<G>) {
-        for (int a = 0; a < dim * dim; ++a) J[a] = 0;
-        for (int g = 0; g < ng; ++g)
-          for (int d = 0; d < dim; ++d)
-            for (int k = 0; k < dim; ++k) J[d * dim + k] += X[g][d] * dpsi[g * dim + k];
-        det = invert<dim>(J, K);
-        if (!(det > 0)) throw_inverted_cell(mesh_, c, det);
-      }
-      weight_[q] = tab_.w[q] * det;
-      const double* dphi = &tab_.dphi[q * n * dim];
+    // Affine maps and P1 elements have constant reference gradients: evaluated here, inline,
+    // they are compile-time constants and the Jacobian folds to a few subtractions.
+    [[maybe_unused]] double psi0[ng], dpsi0[ng * dim], phi0[n], dphi0[n * dim];
+    if constexpr (affine) {
+      constexpr double origin[3] = {0, 0, 0};
+      G::eval(origin, psi0, reinterpret_cast<double(*)[dim]>(dpsi0));
+      if constexpr (const_grad) E::eval(origin, phi0, reinterpret_cast<double(*)[dim]>(dphi0));
+    }
+    auto jacobian = [&](int q) {
+      const double* dpsi = affine ? dpsi0 : dpsi_ + q * ng * dim;
+      for (int a = 0; a < dim * dim; ++a) J[a] = 0;
+      for (int g = 0; g < ng; ++g)
+        for (int d = 0; d < dim; ++d)
+          for (int k = 0; k < dim; ++k) J[d * dim + k] += X[g][d] * dpsi[g * dim + k];
+      det = invert<dim>(J, K);
+      if (!(det > 0)) throw_inverted_cell(mesh_, c, det);
+    };
+    auto transform = [&](int q, double* out) {  // physical gradients at point q
+      const double* dphi = const_grad ? dphi0 : dphi_ + q * n * dim;
       for (int i = 0; i < n; ++i)
         for (int d = 0; d < dim; ++d) {
           double s = 0;
           for (int k = 0; k < dim; ++k) s += K[k * dim + d] * dphi[i * dim + k];
-          grad_[(q * n + i) * dim + d] = s;
+          out[i * dim + d] = s;
         }
-      const double* psi = &tab_.psi[q * ng];
-      for (int d = 0; d < dim; ++d) {
-        double s = 0;
-        for (int g = 0; g < ng; ++g) s += psi[g] * X[g][d];
-        x_[q * dim + d] = s;
+    };
+    constexpr bool unit_simplex = G::cell == CellType::tri3 || G::cell == CellType::tet4;
+    if constexpr (unit_simplex) {
+      // The P1 map of the unit simplex: J's columns are the edges from vertex 0. Spelled out,
+      // because the compiler may not fold the zeros of the reference gradients (IEEE -0, NaN).
+      for (int d = 0; d < dim; ++d)
+        for (int k = 0; k < dim; ++k) J[d * dim + k] = X[k + 1][d] - X[0][d];
+      det = invert<dim>(J, K);
+      if (!(det > 0)) throw_inverted_cell(mesh_, c, det);
+      if constexpr (const_grad && (E::cell == CellType::tri3 || E::cell == CellType::tet4)) {
+        // ∇φ_{k+1} = row k of J⁻¹, ∇φ_0 = -Σ_k ∇φ_{k+1}.
+        for (int d = 0; d < dim; ++d) {
+          double sum = 0;
+          for (int k = 0; k < dim; ++k) sum += (grad[(k + 1) * dim + d] = K[k * dim + d]);
+          grad[d] = -sum;
+        }
+      } else if constexpr (const_grad) {
+        transform(0, grad);
+      }
+      for (int q = 0; q < nq; ++q) {
+        weight[q] = w_[q] * det;
+        if constexpr (!const_grad) transform(q, grad + q * n * dim);
+      }
+    } else if constexpr (affine) {
+      jacobian(0);
+      if constexpr (const_grad) transform(0, grad);
+      for (int q = 0; q < nq; ++q) {
+        weight[q] = w_[q] * det;
+        if constexpr (!const_grad) transform(q, grad + q * n * dim);
+      }
+    } else {
+      for (int q = 0; q < nq; ++q) {
+        jacobian(q);
+        weight[q] = w_[q] * det;
+        transform(q, grad + q * n * dim);
       }
     }
+    if (need_points_)
+      for (int q = 0; q < nq; ++q)
+        for (int d = 0; d < dim; ++d) {
+          double s = 0;
+          for (int g = 0; g < ng; ++g) s += psi_[q * ng + g] * X[g][d];
+          x[q * dim + d] = s;
+        }
     if (u_global_) {
-      const index_t* dofs = dofmap_.cell_nodes.data() + static_cast<std::size_t>(c) * n;
+      const index_t* dofs = dofs_ + static_cast<std::size_t>(c) * n;
       for (int i = 0; i < n; ++i)
         for (int k = 0; k < BS; ++k) u_local_[i * BS + k] = u_global_[static_cast<std::size_t>(dofs[i]) * BS + k];
     }
@@ -175,14 +252,33 @@ class CellEvaluator {
   }
 
  private:
-  const Tabulation<E, G>& tab_;
+  int nq_;
+  bool need_points_;
+  const double *w_, *dphi_, *psi_, *dpsi_;
+  const index_t* cells_;
+  const double* coords_;
+  const int* tags_;
+  const index_t* dofs_;
+  int gdim_;
   const Mesh& mesh_;
-  const DofMap& dofmap_;
   const double* u_global_;
-  std::vector<double> weight_, grad_, x_;
+  double weight_[max_q], grad_[(const_grad ? 1 : max_q) * n * dim], x_[max_q * dim];
+  std::vector<double> dyn_weight_, dyn_grad_, dyn_x_;
   double u_local_[n * BS] = {};
-  CellValues<E, BS> cv_;
+  Values cv_;
 };
+
+/// Call f.template operator()<NQ>() with NQ the compile-time size of `nq` for the small rules of
+/// affine simplices (1, 3, 4 points), or 0 (run-time size) for everything else.
+template <class G, class F>
+void visit_rule_size(int nq, F&& f) {
+  if constexpr (affine_geometry<G>) {
+    if (nq == 1) return f.template operator()<1>();
+    if (nq == 3) return f.template operator()<3>();
+    if (nq == 4) return f.template operator()<4>();
+  }
+  f.template operator()<0>();
+}
 
 /// Zero a big array with all threads.
 void parallel_zero(std::span<double> values);
@@ -223,9 +319,10 @@ void visit_space(const FunctionSpace& V, F&& f) {
 
 /// Assemble the matrix of `kernel` into `values` (the CSR values of plan.pattern(), zeroed
 /// first). `u` (optional, V.num_dofs() entries) is the coefficient the kernel reads as cv.u.
+/// need_points = false skips computing cv.x for kernels that never read it.
 template <Blocks B = Blocks::any, class Kernel>
 void assemble_matrix(const FunctionSpace& V, const AssemblyPlan& plan, const Kernel& kernel, int quadrature_degree,
-                     std::span<double> values, std::span<const double> u = {}) {
+                     std::span<double> values, std::span<const double> u = {}, bool need_points = true) {
   FEM_EXPECTS(values.size() == plan.pattern().nnz(), "matrix values: {} given, the pattern has {} nonzeros",
               values.size(), plan.pattern().nnz());
   FEM_EXPECTS(u.empty() || u.size() == static_cast<std::size_t>(V.num_dofs()),
@@ -234,18 +331,19 @@ void assemble_matrix(const FunctionSpace& V, const AssemblyPlan& plan, const Ker
   detail::visit_space<B>(V, [&]<class E, class G, int BS>() {
     constexpr int nd = E::n * BS, nn = nd * nd;
     const detail::Tabulation<E, G> tab(quadrature(V.element(), quadrature_degree));
-    const index_t* slots = plan.connectivity.element_slots.data();
-    double* val = values.data();
-    for_each_cell_block(plan, [&](index_t first, index_t last) {
-      detail::CellEvaluator<E, G, BS> ev(tab, V.mesh(), V.dofmap(), u);
-      double A[nn];
-      for (index_t c = first; c < last; ++c) {
-        const auto& cv = ev.reinit(c);
-        for (int k = 0; k < nn; ++k) A[k] = 0;
-        kernel(cv, A);
-        const index_t* s = slots + static_cast<std::size_t>(c) * nn;
-        for (int k = 0; k < nn; ++k) val[s[k]] += A[k];
-      }
+    const index_t* __restrict slots = plan.connectivity.element_slots.data();
+    double* __restrict val = values.data();
+    detail::visit_rule_size<G>(tab.nq, [&]<int NQ>() {
+      for_each_cell_block(plan, [&](index_t first, index_t last) {
+        detail::CellEvaluator<E, G, BS, NQ> ev(tab, V.mesh(), V.dofmap(), u, need_points);
+        for (index_t c = first; c < last; ++c) {
+          const auto& cv = ev.reinit(c);
+          double A[nn] = {};
+          kernel(cv, A);
+          const index_t* s = slots + static_cast<std::size_t>(c) * nn;
+          for (int k = 0; k < nn; ++k) val[s[k]] += A[k];
+        }
+      });
     });
   });
 }
@@ -254,7 +352,7 @@ void assemble_matrix(const FunctionSpace& V, const AssemblyPlan& plan, const Ker
 /// can be summed).
 template <Blocks B = Blocks::any, class Kernel>
 void assemble_vector(const FunctionSpace& V, const AssemblyPlan& plan, const Kernel& kernel, int quadrature_degree,
-                     std::span<double> b, std::span<const double> u = {}) {
+                     std::span<double> b, std::span<const double> u = {}, bool need_points = true) {
   FEM_EXPECTS(b.size() == static_cast<std::size_t>(V.num_dofs()), "vector of {} entries, the space has {} DOFs",
               b.size(), V.num_dofs());
   FEM_EXPECTS(u.empty() || u.size() == static_cast<std::size_t>(V.num_dofs()),
@@ -265,11 +363,10 @@ void assemble_vector(const FunctionSpace& V, const AssemblyPlan& plan, const Ker
     const index_t* cell_nodes = V.dofmap().cell_nodes.data();
     double* out = b.data();
     for_each_cell_block(plan, [&](index_t first, index_t last) {
-      detail::CellEvaluator<E, G, BS> ev(tab, V.mesh(), V.dofmap(), u);
-      double be[nd];
+      detail::CellEvaluator<E, G, BS> ev(tab, V.mesh(), V.dofmap(), u, need_points);
       for (index_t c = first; c < last; ++c) {
         const auto& cv = ev.reinit(c);
-        for (int k = 0; k < nd; ++k) be[k] = 0;
+        double be[nd] = {};
         kernel(cv, be);
         const index_t* nodes = cell_nodes + static_cast<std::size_t>(c) * E::n;
         for (int i = 0; i < E::n; ++i)

@@ -14,6 +14,22 @@ struct CoefficientRef {
   double operator()(index_t cell, int tag, const double* x) const { return (*c)(cell, tag, x); }
 };
 
+// A constant, inlined into the kernel: the general callable's branches cost as much as the
+// element math of P1 forms.
+struct Constant {
+  double value;
+  double operator()(index_t, int, const double*) const { return value; }
+};
+
+// Call f(coefficient callable) with the cheapest callable for each coefficient.
+template <class F>
+void with_coefficient(const Coefficient& c, F&& f) {
+  if (c.kind() == Coefficient::Kind::constant)
+    f(Constant{c(0, 0, nullptr)});
+  else
+    f(CoefficientRef{&c});
+}
+
 bool affine(const FunctionSpace& V) {
   const CellType g = V.mesh().cell_type();
   return g == CellType::line2 || g == CellType::tri3 || g == CellType::tet4;
@@ -31,13 +47,18 @@ void Assembler::matrix_into(const Diffusion& form, std::span<double> values) con
   FEM_EXPECTS(space_.components() == 1, "diffusion needs a scalar space, not {}", space_.name());
   form.k.check(space_.mesh().cell_tags(), "diffusion coefficient");
   const int degree = quadrature_degree(2 * (space_.degree() - 1) + (form.k.varies_in_cell() ? 2 : 0));
-  assemble_matrix<Blocks::scalar>(space_, *plan_, kernels::Diffusion<CoefficientRef>{{&form.k}}, degree, values);
+  with_coefficient(form.k, [&](auto k) {
+    assemble_matrix<Blocks::scalar>(space_, *plan_, kernels::Diffusion<decltype(k)>{k}, degree, values, {},
+                                    form.k.varies_in_cell());
+  });
 }
 
 void Assembler::matrix_into(const Mass& form, std::span<double> values) const {
   form.rho.check(space_.mesh().cell_tags(), "mass density");
   const int degree = quadrature_degree(2 * space_.degree() + (form.rho.varies_in_cell() ? 2 : 0));
-  assemble_matrix(space_, *plan_, kernels::Mass<CoefficientRef>{{&form.rho}}, degree, values);
+  with_coefficient(form.rho, [&](auto rho) {
+    assemble_matrix(space_, *plan_, kernels::Mass<decltype(rho)>{rho}, degree, values, {}, form.rho.varies_in_cell());
+  });
 }
 
 void Assembler::matrix_into(const Elasticity& form, std::span<double> values) const {
@@ -48,9 +69,15 @@ void Assembler::matrix_into(const Elasticity& form, std::span<double> values) co
   form.poisson.check(space_.mesh().cell_tags(), "Poisson's ratio");
   const bool varies = form.young.varies_in_cell() || form.poisson.varies_in_cell();
   const int degree = quadrature_degree(2 * (space_.degree() - 1) + (varies ? 2 : 0));
-  assemble_matrix<Blocks::vector>(
-      space_, *plan_, kernels::Elasticity<CoefficientRef, CoefficientRef>{{&form.young}, {&form.poisson}}, degree,
-      values);
+  if (form.young.kind() == Coefficient::Kind::constant && form.poisson.kind() == Coefficient::Kind::constant)
+    assemble_matrix<Blocks::vector>(
+        space_, *plan_,
+        kernels::Elasticity<Constant, Constant>{{form.young(0, 0, nullptr)}, {form.poisson(0, 0, nullptr)}}, degree,
+        values, {}, false);
+  else
+    assemble_matrix<Blocks::vector>(
+        space_, *plan_, kernels::Elasticity<CoefficientRef, CoefficientRef>{{&form.young}, {&form.poisson}}, degree,
+        values, {}, varies);
 }
 
 void Assembler::vector_into(const Source& form, std::span<double> b) const {

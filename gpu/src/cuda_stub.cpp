@@ -2,6 +2,7 @@
 // NotCompiled with a clear message.
 #include "backend.hpp"
 #include "connectivity_impl.hpp"
+#include "fem/error.hpp"
 #include "fem/gpu/executor.hpp"
 
 namespace fem::gpu {

@@ -13,18 +13,32 @@ struct Diffusion {
   template <class CV>
   FEM_HD void operator()(const CV& cv, double* A) const {
     constexpr int n = CV::n, dim = CV::dim;
-    for (int q = 0; q < cv.num_points; ++q) {
-      const double kw = k(cv.cell, cv.tag, cv.point(q)) * cv.weight[q];
+    if constexpr (CV::constant_gradients) {
+      // ∇φ_i·∇φ_j is the same at every point: weight the coefficient first.
+      double kw = 0;
+      for (int q = 0; q < cv.num_points; ++q) kw += k(cv.cell, cv.tag, cv.point(q)) * cv.weight[q];
+#pragma GCC unroll 16
       for (int i = 0; i < n; ++i) {
-        const double* gi = cv.basis_grad(q, i);
-        for (int j = i; j < n; ++j) {
-          const double* gj = cv.basis_grad(q, j);
+        const double* gi = cv.basis_grad(0, i);
+#pragma GCC unroll 16
+        for (int j = 0; j <= i; ++j) {
+          const double* gj = cv.basis_grad(0, j);
           double s = 0;
           for (int d = 0; d < dim; ++d) s += gi[d] * gj[d];
-          s *= kw;
-          A[i * n + j] += s;
-          if (j != i) A[j * n + i] += s;
+          A[i * n + j] += kw * s;
+          if (j < i) A[j * n + i] += kw * s;
         }
+      }
+    } else {
+      for (int q = 0; q < cv.num_points; ++q) {
+        const double kw = k(cv.cell, cv.tag, cv.point(q)) * cv.weight[q];
+        for (int i = 0; i < n; ++i)
+          for (int j = 0; j < n; ++j) {
+            const double *gi = cv.basis_grad(q, i), *gj = cv.basis_grad(q, j);
+            double s = 0;
+            for (int d = 0; d < dim; ++d) s += gi[d] * gj[d];
+            A[i * n + j] += kw * s;
+          }
       }
     }
   }
