@@ -1,0 +1,224 @@
+// fem::solve: sparse direct factorizations behind one interface (CHOLMOD, UMFPACK, KLU, Eigen
+// LDLT/LU) and the factorization cache: solve("A", b) finds or makes the factorization of the
+// CsrMatrix stored under "A", reusing the symbolic analysis of its pattern across new values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fem/csr.hpp>
+#include <fem/error.hpp>
+#include <fem/store.hpp>
+
+namespace fem::solve {
+
+/// Which library factorizes. `automatic`: SPD → CHOLMOD (Eigen LDLT without SuiteSparse),
+/// otherwise UMFPACK (Eigen LU); a failed Cholesky falls back to LU and says so in the log.
+enum class Backend { automatic, cholmod, umfpack, klu, ldlt, lu };
+/// Fill-reducing ordering. `automatic` picks by problem size (see docs/solve.md).
+enum class Ordering { automatic, amd, colamd, metis, natural };
+
+std::string_view to_string(Backend backend) noexcept;
+std::string_view to_string(Ordering ordering) noexcept;
+/// Whether this build has the backend / the ordering (SuiteSparse, METIS are optional).
+bool available(Backend backend) noexcept;
+bool available(Ordering ordering) noexcept;
+
+struct Options {
+  Backend backend = Backend::automatic;
+  Ordering ordering = Ordering::automatic;
+  /// Iterative refinement steps of the store-based solves (0: none).
+  int refinement_steps = 0;
+  /// Store-based solves: compute the relative residual ‖b − Ax‖/‖b‖ into the report.
+  bool compute_residual = false;
+  /// UMFPACK/KLU partial pivoting tolerance (0 < tol ≤ 1; 1 = strict partial pivoting).
+  double pivot_tolerance = 0.1;
+};
+
+/// Outcome of a phase. Numerical trouble is a status with a reason, never a silent NaN.
+enum class Status {
+  success,
+  not_analyzed,
+  not_factorized,
+  singular,               ///< a zero pivot; `column` names it where the backend reports it
+  not_positive_definite,  ///< Cholesky met a non-positive pivot at `column`
+  non_finite_input,       ///< NaN or Inf at (`row`, `column`)
+  invalid_input,          ///< e.g. an unsymmetric matrix given to a symmetric backend
+  out_of_memory,
+  backend_error,
+};
+std::string_view to_string(Status status) noexcept;
+
+struct Result {
+  Status status = Status::success;
+  std::string reason;      ///< empty on success
+  index_t row = -1;        ///< where it went wrong, -1 when unknown
+  index_t column = -1;
+  bool ok() const noexcept { return status == Status::success; }
+  explicit operator bool() const noexcept { return ok(); }
+};
+
+/// What a solve did.
+struct SolveReport {
+  Status status = Status::success;
+  std::string reason;
+  int refinement_steps = 0;  ///< steps performed
+  double residual = -1.0;    ///< ‖b − Ax‖/‖b‖ (max over columns); -1 when not computed
+  bool ok() const noexcept { return status == Status::success; }
+  explicit operator bool() const noexcept { return ok(); }
+};
+
+/// A symbolic analysis (ordering, elimination tree, supernodes) of one pattern for one backend.
+/// Immutable once made; shared by every factorization of that pattern.
+class Symbolic {
+ public:
+  virtual ~Symbolic() = default;
+  virtual Backend backend() const noexcept = 0;
+  virtual Ordering ordering() const noexcept = 0;
+  virtual std::size_t bytes() const noexcept = 0;
+  const CsrPattern& pattern() const noexcept { return *pattern_; }
+  const std::shared_ptr<const CsrPattern>& pattern_ptr() const noexcept { return pattern_; }
+
+ protected:
+  explicit Symbolic(std::shared_ptr<const CsrPattern> pattern) : pattern_(std::move(pattern)) {}
+
+ private:
+  std::shared_ptr<const CsrPattern> pattern_;
+};
+
+/// Phase counts of one Factorization object.
+struct PhaseCounts {
+  std::int64_t symbolic_analyses = 0;
+  std::int64_t factorizations = 0;    ///< numeric factorizations, refactorizations included
+  std::int64_t refactorizations = 0;  ///< numeric factorizations that reused an analysis
+};
+
+/// One backend's factorization of one matrix, with Eigen's phases. The non-const phases are
+/// for one owner; the const solves are safe from many threads at once.
+class Factorization {
+ public:
+  virtual ~Factorization();
+  Factorization(const Factorization&) = delete;
+  Factorization& operator=(const Factorization&) = delete;
+
+  virtual Backend backend() const noexcept = 0;
+  /// Symbolic analysis of `pattern` (square; DimensionMismatch otherwise).
+  Result analyze(std::shared_ptr<const CsrPattern> pattern);
+  /// Adopt an analysis made earlier (by another Factorization of the same backend).
+  void use_symbolic(std::shared_ptr<const Symbolic> symbolic);
+  /// Numeric factorization; analyzes first unless the pattern was analyzed already, so calling
+  /// it again with new values on the same pattern refactorizes without symbolic work.
+  Result factorize(const CsrMatrix& matrix);
+  /// analyze + factorize.
+  Result compute(const CsrMatrix& matrix);
+
+  /// Solve A x = b. Sizes are checked (DimensionMismatch).
+  SolveReport solve(std::span<const double> b, std::span<double> x) const;
+  /// Solve Aᵀ x = b from the same factorization.
+  SolveReport solve_transpose(std::span<const double> b, std::span<double> x) const;
+  /// Block solve: B and X are column-major n × nrhs.
+  SolveReport solve(std::span<const double> B, std::span<double> X, index_t nrhs) const;
+  SolveReport solve_transpose(std::span<const double> B, std::span<double> X, index_t nrhs) const;
+
+  const Result& status() const noexcept { return status_; }
+  bool factorized() const noexcept { return factorized_; }
+  index_t size() const noexcept { return n_; }
+  /// Nonzeros of the factors (L, or L + U) as the backend reports them.
+  virtual std::size_t factor_nonzeros() const noexcept = 0;
+  /// Bytes of the numeric factorization, from the backend's own memory report.
+  virtual std::size_t bytes() const noexcept = 0;
+  /// The ordering actually used.
+  Ordering ordering() const noexcept;
+  const std::shared_ptr<const Symbolic>& symbolic() const noexcept { return symbolic_; }
+  const PhaseCounts& counts() const noexcept { return counts_; }
+  /// Decisions worth knowing (fallbacks, ordering choice).
+  const std::vector<std::string>& log() const noexcept { return log_; }
+  void add_log(std::string line) { log_.push_back(std::move(line)); }
+
+ protected:
+  explicit Factorization(Options options) : options_(options) {}
+  virtual std::shared_ptr<const Symbolic> do_analyze(std::shared_ptr<const CsrPattern> pattern,
+                                                     Ordering ordering) = 0;
+  /// `refactor`: this object already holds a numeric factorization of the same pattern.
+  virtual Result do_factorize(const CsrMatrix& matrix, bool refactor) = 0;
+  virtual SolveReport do_solve(std::span<const double> B, std::span<double> X, index_t nrhs,
+                               bool transpose) const = 0;
+  const Options& options() const noexcept { return options_; }
+
+ private:
+  SolveReport checked_solve(std::span<const double> B, std::span<double> X, index_t nrhs,
+                            bool transpose) const;
+  Options options_;
+  std::shared_ptr<const Symbolic> symbolic_;
+  Result status_{Status::not_analyzed, "not analyzed", -1, -1};
+  bool factorized_ = false;
+  index_t n_ = 0;
+  PhaseCounts counts_;
+  std::vector<std::string> log_;
+};
+
+/// A new, empty factorization. `automatic` makes a factorization that decides at factorize()
+/// (symmetry from pattern + values, definiteness from Cholesky's own report). Throws NotCompiled
+/// for a backend this build lacks.
+std::unique_ptr<Factorization> make_factorization(Backend backend, const Options& options = {});
+/// Shorthand: make_factorization(options.backend, options), then compute(matrix); throws
+/// NumericalError (naming the column) when the factorization fails.
+std::unique_ptr<Factorization> factorize(const CsrMatrix& matrix, const Options& options = {});
+
+/// Iterative refinement of x (already a solution of A x = b, or of Aᵀ x = b) with `steps`
+/// steps; reports the final relative residual.
+SolveReport refine(const Factorization& factorization, const CsrMatrix& matrix,
+                   std::span<const double> b, std::span<double> x, int steps,
+                   bool transpose = false);
+
+/// Symmetric in pattern and values (missing entries count as 0), to a relative tolerance.
+bool is_symmetric(const CsrMatrix& matrix, double relative_tolerance = 1e-13);
+
+/// Bytes held by live numeric factorizations in this process (every backend, from their own
+/// memory reports): goes down when an evicted factorization is freed.
+std::int64_t live_factor_bytes() noexcept;
+
+// --- the cache: factorizations of store entries -------------------------------------------
+
+/// Store key of the cached factorization of `key` (e.g. "A#factor/cholmod").
+std::string factor_key(std::string_view key, const Options& options = {});
+
+/// The factorization of the CsrMatrix under `key` at its current version: the cached one, or a
+/// new one (reusing the pattern's cached symbolic analysis), published as an evictable entry
+/// derived from `key`'s version. Throws NumericalError when the matrix cannot be factorized.
+std::shared_ptr<const Factorization> factorization(Store& store, const std::string& key,
+                                                   const Options& options = {});
+std::shared_ptr<const Factorization> factorization(const std::string& key,
+                                                   const Options& options = {});
+
+/// x with A x = b, A the matrix under `key`. Throws NumericalError on failure.
+std::vector<double> solve(Store& store, const std::string& key, std::span<const double> b,
+                          const Options& options = {});
+std::vector<double> solve(const std::string& key, std::span<const double> b,
+                          const Options& options = {});
+/// Into x, returning the report (refinement, residual) instead of throwing on trouble.
+SolveReport solve(Store& store, const std::string& key, std::span<const double> b,
+                  std::span<double> x, const Options& options = {});
+/// x with Aᵀ x = b, from the same factorization.
+std::vector<double> solve_transpose(Store& store, const std::string& key,
+                                    std::span<const double> b, const Options& options = {});
+std::vector<double> solve_transpose(const std::string& key, std::span<const double> b,
+                                    const Options& options = {});
+/// Block solves: B column-major n × nrhs.
+std::vector<double> solve_block(Store& store, const std::string& key, std::span<const double> B,
+                                index_t nrhs, const Options& options = {});
+std::vector<double> solve_block(const std::string& key, std::span<const double> B, index_t nrhs,
+                                const Options& options = {});
+std::vector<double> solve_transpose_block(Store& store, const std::string& key,
+                                          std::span<const double> B, index_t nrhs,
+                                          const Options& options = {});
+
+}  // namespace fem::solve
+
+FEM_TYPE_NAME(fem::solve::Factorization, "fem::solve::Factorization");
+FEM_TYPE_NAME(fem::solve::Symbolic, "fem::solve::Symbolic");
