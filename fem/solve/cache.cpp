@@ -1,0 +1,197 @@
+// The factorization cache: store-keyed factorizations (derived from the matrix version,
+// evictable) and symbolic analyses keyed by the pattern's fingerprint, confirmed with
+// same_structure, reused across new values of the same pattern.
+#include <fem/solve/solve.hpp>
+#include <fem/solve/detail/backends.hpp>
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace fem::solve {
+namespace {
+
+struct Cached {
+  std::shared_ptr<const CsrMatrix> matrix;
+  std::shared_ptr<const Factorization> factorization;
+};
+
+std::string symbolic_key(Backend backend, Ordering ordering, const CsrPattern& pattern) {
+  return fmt::format("#symbolic/{}/{}/{:016x}", to_string(backend), to_string(ordering),
+                     pattern.fingerprint());
+}
+
+// A factorization of `matrix` with one backend, its analysis taken from (or put in) the store.
+std::unique_ptr<Factorization> make_with_cached_symbolic(Store& store, const CsrMatrix& matrix,
+                                                         Backend backend, const Options& options,
+                                                         Result& result) {
+  auto f = make_factorization(backend, options);
+  const CsrPattern& pattern = matrix.pattern();
+  const Ordering ordering = detail::resolve_ordering(backend, options.ordering, pattern);
+  const std::string skey = symbolic_key(backend, ordering, pattern);
+  bool analyzed = false;
+  auto symbolic = store.get_or_compute<Symbolic>(skey, {}, [&] {
+    analyzed = true;
+    Options o = options;
+    o.ordering = ordering;
+    auto g = make_factorization(backend, o);
+    g->analyze(matrix.pattern_ptr());
+    return g->symbolic();
+  });
+  if (analyzed) {
+    store.count("solve.symbolic_analyses");
+    f->use_symbolic(symbolic);
+  } else if (symbolic->pattern_ptr() == matrix.pattern_ptr() ||
+             symbolic->pattern().same_structure(pattern)) {
+    f->use_symbolic(symbolic);
+    store.count("solve.refactorizations");
+  } else {
+    // Equal fingerprints, different structures: never share; analyze privately.
+    store.count("solve.symbolic_collisions");
+    store.count("solve.symbolic_analyses");
+    Options o = options;
+    o.ordering = ordering;
+    f = make_factorization(backend, o);
+    f->analyze(matrix.pattern_ptr());
+  }
+  result = f->factorize(matrix);
+  store.count("solve.factorizations");
+  return f;
+}
+
+std::shared_ptr<const Factorization> compute_cached(Store& store, const std::string& key,
+                                                    const CsrMatrix& matrix,
+                                                    const Options& options) {
+  if (matrix.rows() != matrix.cols())
+    throw DimensionMismatch(fmt::format("solve: the matrix under '{}' is {} x {}, not square",
+                                        key, matrix.rows(), matrix.cols()));
+  std::vector<Backend> candidates;
+  std::vector<std::string> log;
+  if (options.backend == Backend::automatic) {
+    const Backend cholesky = available(Backend::cholmod) ? Backend::cholmod : Backend::ldlt;
+    const Backend lu = available(Backend::umfpack) ? Backend::umfpack : Backend::lu;
+    if (is_symmetric(matrix)) candidates.push_back(cholesky);
+    candidates.push_back(lu);
+  } else {
+    candidates.push_back(options.backend);
+  }
+  Result result;
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    auto f = make_with_cached_symbolic(store, matrix, candidates[c], options, result);
+    if (result.ok()) {
+      for (auto& line : log) f->add_log(std::move(line));
+      return std::shared_ptr<const Factorization>(std::move(f));
+    }
+    const bool retry = c + 1 < candidates.size() && (result.status == Status::not_positive_definite ||
+                                                    result.status == Status::singular);
+    if (!retry) break;
+    log.push_back(fmt::format("automatic: {} failed on '{}' ({}); falling back to {}",
+                              to_string(candidates[c]), key, result.reason,
+                              to_string(candidates[c + 1])));
+    store.count("solve.fallbacks");
+    fmt::print(stderr, "fem::solve: {}\n", log.back());
+  }
+  throw NumericalError(fmt::format("solve: cannot factorize '{}' ({}): {}", key,
+                                   to_string(result.status), result.reason));
+}
+
+Cached cached(Store& store, const std::string& key, const Options& options) {
+  auto [matrix, version] = store.get_versioned<CsrMatrix>(key);
+  bool computed = false;
+  auto f = store.get_or_compute<Factorization>(factor_key(key, options), {{key, version}}, [&] {
+    computed = true;
+    return compute_cached(store, key, *matrix, options);
+  });
+  store.count(computed ? "solve.cache_misses" : "solve.cache_hits");
+  return {std::move(matrix), std::move(f)};
+}
+
+SolveReport solve_into(Store& store, const std::string& key, std::span<const double> B,
+                       std::span<double> X, index_t nrhs, bool transpose,
+                       const Options& options) {
+  Cached c = cached(store, key, options);
+  SolveReport r = transpose ? c.factorization->solve_transpose(B, X, nrhs)
+                            : c.factorization->solve(B, X, nrhs);
+  store.count("solve.solves");
+  store.count("solve.rhs", nrhs);
+  if (!r) return r;
+  if (options.refinement_steps > 0 || options.compute_residual) {
+    const auto n = static_cast<std::size_t>(c.matrix->rows());
+    double worst = 0;
+    int steps = 0;
+    for (index_t k = 0; k < nrhs; ++k) {
+      SolveReport s = refine(*c.factorization, *c.matrix, B.subspan(k * n, n),
+                             X.subspan(k * n, n), options.refinement_steps, transpose);
+      if (!s) return s;
+      worst = std::max(worst, s.residual);
+      steps = std::max(steps, s.refinement_steps);
+    }
+    r.residual = worst;
+    r.refinement_steps = steps;
+  }
+  return r;
+}
+
+std::vector<double> solve_or_throw(Store& store, const std::string& key,
+                                   std::span<const double> B, index_t nrhs, bool transpose,
+                                   const Options& options) {
+  std::vector<double> X(B.size());
+  SolveReport r = solve_into(store, key, B, X, nrhs, transpose, options);
+  if (!r)
+    throw NumericalError(fmt::format("solve '{}' failed ({}): {}", key, to_string(r.status),
+                                     r.reason));
+  return X;
+}
+
+}  // namespace
+
+std::string factor_key(std::string_view key, const Options& options) {
+  if (options.ordering == Ordering::automatic)
+    return fmt::format("{}#factor/{}", key, to_string(options.backend));
+  return fmt::format("{}#factor/{}/{}", key, to_string(options.backend),
+                     to_string(options.ordering));
+}
+
+std::shared_ptr<const Factorization> factorization(Store& store, const std::string& key,
+                                                   const Options& options) {
+  return cached(store, key, options).factorization;
+}
+std::shared_ptr<const Factorization> factorization(const std::string& key,
+                                                   const Options& options) {
+  return factorization(fem::store(), key, options);
+}
+
+SolveReport solve(Store& store, const std::string& key, std::span<const double> b,
+                  std::span<double> x, const Options& options) {
+  return solve_into(store, key, b, x, 1, false, options);
+}
+std::vector<double> solve(Store& store, const std::string& key, std::span<const double> b,
+                          const Options& options) {
+  return solve_or_throw(store, key, b, 1, false, options);
+}
+std::vector<double> solve(const std::string& key, std::span<const double> b,
+                          const Options& options) {
+  return solve(fem::store(), key, b, options);
+}
+std::vector<double> solve_transpose(Store& store, const std::string& key,
+                                    std::span<const double> b, const Options& options) {
+  return solve_or_throw(store, key, b, 1, true, options);
+}
+std::vector<double> solve_transpose(const std::string& key, std::span<const double> b,
+                                    const Options& options) {
+  return solve_transpose(fem::store(), key, b, options);
+}
+std::vector<double> solve_block(Store& store, const std::string& key, std::span<const double> B,
+                                index_t nrhs, const Options& options) {
+  return solve_or_throw(store, key, B, nrhs, false, options);
+}
+std::vector<double> solve_block(const std::string& key, std::span<const double> B, index_t nrhs,
+                                const Options& options) {
+  return solve_block(fem::store(), key, B, nrhs, options);
+}
+std::vector<double> solve_transpose_block(Store& store, const std::string& key,
+                                          std::span<const double> B, index_t nrhs,
+                                          const Options& options) {
+  return solve_or_throw(store, key, B, nrhs, true, options);
+}
+
+}  // namespace fem::solve

@@ -1,0 +1,439 @@
+// The backend-independent half of fem::solve: phases and checks of Factorization, the factory,
+// iterative refinement, symmetry detection and the automatic choice of backend.
+#include <fem/solve/solve.hpp>
+#include <fem/solve/detail/backends.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <fmt/format.h>
+
+#ifdef FEM_SOLVE_HAVE_METIS
+#include <metis.h>
+#endif
+
+namespace fem::solve {
+
+namespace {
+std::atomic<std::int64_t> g_live_factor_bytes{0};
+}
+
+void detail::add_live_factor_bytes(std::int64_t delta) noexcept {
+  g_live_factor_bytes.fetch_add(delta, std::memory_order_relaxed);
+}
+std::int64_t live_factor_bytes() noexcept {
+  return g_live_factor_bytes.load(std::memory_order_relaxed);
+}
+
+std::string_view to_string(Backend backend) noexcept {
+  switch (backend) {
+    case Backend::automatic: return "automatic";
+    case Backend::cholmod: return "cholmod";
+    case Backend::umfpack: return "umfpack";
+    case Backend::klu: return "klu";
+    case Backend::ldlt: return "ldlt";
+    case Backend::lu: return "lu";
+  }
+  return "?";
+}
+
+std::string_view to_string(Ordering ordering) noexcept {
+  switch (ordering) {
+    case Ordering::automatic: return "automatic";
+    case Ordering::amd: return "amd";
+    case Ordering::colamd: return "colamd";
+    case Ordering::metis: return "metis";
+    case Ordering::natural: return "natural";
+  }
+  return "?";
+}
+
+std::string_view to_string(Status status) noexcept {
+  switch (status) {
+    case Status::success: return "success";
+    case Status::not_analyzed: return "not_analyzed";
+    case Status::not_factorized: return "not_factorized";
+    case Status::singular: return "singular";
+    case Status::not_positive_definite: return "not_positive_definite";
+    case Status::non_finite_input: return "non_finite_input";
+    case Status::invalid_input: return "invalid_input";
+    case Status::out_of_memory: return "out_of_memory";
+    case Status::backend_error: return "backend_error";
+  }
+  return "?";
+}
+
+bool available(Backend backend) noexcept {
+  switch (backend) {
+    case Backend::cholmod:
+    case Backend::umfpack:
+    case Backend::klu:
+#ifdef FEM_SOLVE_HAVE_SUITESPARSE
+      return true;
+#else
+      return false;
+#endif
+    default: return true;
+  }
+}
+
+bool available(Ordering ordering) noexcept {
+#ifndef FEM_SOLVE_HAVE_METIS
+  if (ordering == Ordering::metis) return false;
+#endif
+  (void)ordering;
+  return true;
+}
+
+// Sizes at which nested dissection beats minimum degree (measured in bench/solve on this
+// machine's 2D and 3D Poisson problems; see docs/solve.md).
+Ordering detail::resolve_ordering(Backend backend, Ordering requested, const CsrPattern& pattern) {
+  if (requested != Ordering::automatic) return requested;
+  const double n = pattern.rows();
+  const double per_row = n > 0 ? static_cast<double>(pattern.nnz()) / n : 0.0;
+  // Many neighbours per row means a 3D (or vector-valued) problem, whose separators are large:
+  // there METIS pays off from tens of thousands of unknowns; in 2D only for large problems.
+  const bool three_d = per_row > 9.5;
+  const bool big = three_d ? n >= 20000 : n >= 200000;
+  if (big && available(Ordering::metis)) return Ordering::metis;
+  if (backend == Backend::lu || backend == Backend::klu) return Ordering::colamd;
+  return Ordering::amd;
+}
+
+std::vector<int> detail::metis_order(int n, const int* offsets, const int* indices) {
+#ifdef FEM_SOLVE_HAVE_METIS
+  // Graph of A + Aᵀ without the diagonal, as METIS wants it.
+  std::vector<int> degree(static_cast<std::size_t>(n), 0);
+  for (int i = 0; i < n; ++i)
+    for (int p = offsets[i]; p < offsets[i + 1]; ++p)
+      if (indices[p] != i) {
+        ++degree[static_cast<std::size_t>(i)];
+        ++degree[static_cast<std::size_t>(indices[p])];
+      }
+  std::vector<idx_t> xadj(static_cast<std::size_t>(n) + 1, 0);
+  for (int i = 0; i < n; ++i) xadj[i + 1] = xadj[i] + degree[static_cast<std::size_t>(i)];
+  std::vector<idx_t> adj(static_cast<std::size_t>(xadj[n]));
+  std::vector<idx_t> fill(xadj.begin(), xadj.end() - 1);
+  for (int i = 0; i < n; ++i)
+    for (int p = offsets[i]; p < offsets[i + 1]; ++p) {
+      const int j = indices[p];
+      if (j == i) continue;
+      adj[static_cast<std::size_t>(fill[i]++)] = j;
+      adj[static_cast<std::size_t>(fill[j]++)] = i;
+    }
+  // Duplicates (from symmetric entries) are removed row by row.
+  std::vector<idx_t> cxadj(static_cast<std::size_t>(n) + 1, 0);
+  std::vector<idx_t> cadj;
+  cadj.reserve(adj.size() / 2 + 1);
+  std::vector<int> mark(static_cast<std::size_t>(n), -1);
+  for (int i = 0; i < n; ++i) {
+    for (idx_t p = xadj[i]; p < xadj[i + 1]; ++p) {
+      const idx_t j = adj[static_cast<std::size_t>(p)];
+      if (mark[static_cast<std::size_t>(j)] != i) {
+        mark[static_cast<std::size_t>(j)] = i;
+        cadj.push_back(j);
+      }
+    }
+    cxadj[i + 1] = static_cast<idx_t>(cadj.size());
+  }
+  std::vector<int> perm(static_cast<std::size_t>(n)), iperm(static_cast<std::size_t>(n));
+  if (n == 0) return perm;
+  idx_t nv = n;
+  idx_t options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(options);
+  if (cadj.empty()) cadj.push_back(0);  // METIS dislikes a null adjacency
+  const int rc = METIS_NodeND(&nv, cxadj.data(), cadj.data(), nullptr, options,
+                              reinterpret_cast<idx_t*>(perm.data()),
+                              reinterpret_cast<idx_t*>(iperm.data()));
+  if (rc != METIS_OK) throw NumericalError(fmt::format("METIS_NodeND failed (code {})", rc));
+  // METIS' `perm` is new → old: row k of the permuted matrix is row perm[k] of A.
+  return perm;
+#else
+  (void)n, (void)offsets, (void)indices;
+  throw NotCompiled("METIS", "the metis ordering");
+#endif
+}
+
+Result detail::check_finite(const CsrMatrix& matrix) {
+  const auto values = matrix.values();
+  const auto offsets = matrix.pattern().row_offsets();
+  const auto cols = matrix.pattern().col_indices();
+  for (std::size_t p = 0; p < values.size(); ++p) {
+    if (!std::isfinite(values[p])) [[unlikely]] {
+      const auto it = std::upper_bound(offsets.begin(), offsets.end(), static_cast<index_t>(p));
+      const auto row = static_cast<index_t>(it - offsets.begin() - 1);
+      return {Status::non_finite_input,
+              fmt::format("matrix entry ({}, {}) is {}", row, cols[p], values[p]), row, cols[p]};
+    }
+  }
+  return {};
+}
+
+bool is_symmetric(const CsrMatrix& matrix, double relative_tolerance) {
+  const CsrPattern& pattern = matrix.pattern();
+  if (pattern.rows() != pattern.cols()) return false;
+  const auto values = matrix.values();
+  const auto offsets = pattern.row_offsets();
+  const auto cols = pattern.col_indices();
+  for (index_t i = 0; i < pattern.rows(); ++i) {
+    for (index_t p = offsets[i]; p < offsets[i + 1]; ++p) {
+      const index_t j = cols[p];
+      if (j <= i) continue;
+      const double a = values[p];
+      const std::int64_t q = pattern.find(j, i);
+      const double b = q < 0 ? 0.0 : values[static_cast<std::size_t>(q)];
+      if (std::abs(a - b) > relative_tolerance * std::max(std::abs(a), std::abs(b))) return false;
+    }
+    // Entries below the diagonal without a partner above must be zero.
+    for (index_t p = offsets[i]; p < offsets[i + 1]; ++p) {
+      const index_t j = cols[p];
+      if (j >= i) break;
+      if (values[p] != 0.0 && pattern.find(j, i) < 0) return false;
+    }
+  }
+  return true;
+}
+
+// --- Factorization -----------------------------------------------------------------------
+
+Factorization::~Factorization() = default;
+
+Ordering Factorization::ordering() const noexcept {
+  return symbolic_ ? symbolic_->ordering() : options_.ordering;
+}
+
+Result Factorization::analyze(std::shared_ptr<const CsrPattern> pattern) {
+  FEM_EXPECTS(pattern != nullptr, "analyze: null pattern");
+  if (pattern->rows() != pattern->cols())
+    throw DimensionMismatch(fmt::format("{}: cannot factorize a non-square {} x {} matrix",
+                                        to_string(backend()), pattern->rows(), pattern->cols()));
+  const Ordering ordering = detail::resolve_ordering(backend(), options_.ordering, *pattern);
+  if (!available(ordering)) throw NotCompiled("METIS", "the metis ordering");
+  n_ = pattern->rows();
+  factorized_ = false;
+  symbolic_.reset();
+  symbolic_ = do_analyze(std::move(pattern), ordering);
+  ++counts_.symbolic_analyses;
+  status_ = {Status::not_factorized, "analyzed, not factorized", -1, -1};
+  return {};
+}
+
+void Factorization::use_symbolic(std::shared_ptr<const Symbolic> symbolic) {
+  FEM_EXPECTS(symbolic != nullptr, "use_symbolic: null analysis");
+  FEM_EXPECTS(symbolic->backend() == backend(), "use_symbolic: an analysis of {} given to {}",
+              to_string(symbolic->backend()), to_string(backend()));
+  symbolic_ = std::move(symbolic);
+  n_ = symbolic_->pattern().rows();
+  factorized_ = false;
+  status_ = {Status::not_factorized, "analyzed, not factorized", -1, -1};
+}
+
+Result Factorization::factorize(const CsrMatrix& matrix) {
+  if (matrix.rows() != matrix.cols())
+    throw DimensionMismatch(fmt::format("{}: cannot factorize a non-square {} x {} matrix",
+                                        to_string(backend()), matrix.rows(), matrix.cols()));
+  const bool same_pattern =
+      symbolic_ && (symbolic_->pattern_ptr() == matrix.pattern_ptr() ||
+                    symbolic_->pattern().same_structure(matrix.pattern()));
+  bool reused = same_pattern;
+  if (!same_pattern) {
+    analyze(matrix.pattern_ptr());
+    reused = false;
+  }
+  const bool refactor = factorized_;
+  factorized_ = false;
+  if (Result finite = detail::check_finite(matrix); !finite) {
+    status_ = finite;
+    return status_;
+  }
+  status_ = do_factorize(matrix, refactor);
+  ++counts_.factorizations;
+  if (reused) ++counts_.refactorizations;
+  factorized_ = status_.ok();
+  return status_;
+}
+
+Result Factorization::compute(const CsrMatrix& matrix) { return factorize(matrix); }
+
+SolveReport Factorization::checked_solve(std::span<const double> B, std::span<double> X,
+                                         index_t nrhs, bool transpose) const {
+  FEM_EXPECTS(nrhs >= 0, "solve: negative number of right-hand sides {}", nrhs);
+  const std::size_t want = static_cast<std::size_t>(n_) * static_cast<std::size_t>(nrhs);
+  if (B.size() != want || X.size() != want)
+    throw DimensionMismatch(fmt::format(
+        "{} solve: the matrix is {} x {} with {} right-hand side(s), so b and x need {} "
+        "entries; b has {} and x has {}",
+        to_string(backend()), n_, n_, nrhs, want, B.size(), X.size()));
+  if (!factorized_) {
+    SolveReport r;
+    r.status = status_.ok() ? Status::not_factorized : status_.status;
+    r.reason = status_.ok() ? "solve before a successful factorize()"
+                            : "no factorization: " + status_.reason;
+    return r;
+  }
+  if (nrhs == 0 || n_ == 0) return {};
+  SolveReport r = do_solve(B, X, nrhs, transpose);
+  if (r.ok()) {
+    for (double v : X)
+      if (!std::isfinite(v)) [[unlikely]] {
+        r.status = Status::singular;
+        r.reason = "the solution has non-finite entries (matrix numerically singular)";
+        break;
+      }
+  }
+  return r;
+}
+
+SolveReport Factorization::solve(std::span<const double> b, std::span<double> x) const {
+  return checked_solve(b, x, 1, false);
+}
+SolveReport Factorization::solve_transpose(std::span<const double> b, std::span<double> x) const {
+  return checked_solve(b, x, 1, true);
+}
+SolveReport Factorization::solve(std::span<const double> B, std::span<double> X,
+                                 index_t nrhs) const {
+  return checked_solve(B, X, nrhs, false);
+}
+SolveReport Factorization::solve_transpose(std::span<const double> B, std::span<double> X,
+                                           index_t nrhs) const {
+  return checked_solve(B, X, nrhs, true);
+}
+
+// --- automatic ---------------------------------------------------------------------------
+
+namespace {
+
+class PatternOnly final : public Symbolic {
+ public:
+  explicit PatternOnly(std::shared_ptr<const CsrPattern> p) : Symbolic(std::move(p)) {}
+  Backend backend() const noexcept override { return Backend::automatic; }
+  Ordering ordering() const noexcept override { return Ordering::automatic; }
+  std::size_t bytes() const noexcept override { return 0; }
+};
+
+class Automatic final : public Factorization {
+ public:
+  explicit Automatic(const Options& options) : Factorization(options) {}
+  Backend backend() const noexcept override { return Backend::automatic; }
+  std::size_t factor_nonzeros() const noexcept override {
+    return inner_ ? inner_->factor_nonzeros() : 0;
+  }
+  std::size_t bytes() const noexcept override { return inner_ ? inner_->bytes() : 0; }
+  Backend chosen() const noexcept { return inner_ ? inner_->backend() : Backend::automatic; }
+
+ protected:
+  std::shared_ptr<const Symbolic> do_analyze(std::shared_ptr<const CsrPattern> pattern,
+                                             Ordering) override {
+    inner_.reset();
+    return std::make_shared<PatternOnly>(std::move(pattern));
+  }
+
+  Result do_factorize(const CsrMatrix& matrix, bool refactor) override {
+    if (refactor && inner_) {
+      Result r = inner_->factorize(matrix);
+      if (r.ok() || r.status != Status::not_positive_definite) return r;
+    }
+    Options inner_options = options();
+    const bool symmetric = is_symmetric(matrix);
+    const Backend cholesky = available(Backend::cholmod) ? Backend::cholmod : Backend::ldlt;
+    const Backend lu = available(Backend::umfpack) ? Backend::umfpack : Backend::lu;
+    if (symmetric) {
+      inner_options.backend = cholesky;
+      inner_ = make_factorization(cholesky, inner_options);
+      Result r = inner_->compute(matrix);
+      if (r.ok()) return r;
+      if (r.status != Status::not_positive_definite && r.status != Status::singular) return r;
+      add_log(fmt::format("automatic: {} failed ({}); falling back to {}", to_string(cholesky),
+                          r.reason, to_string(lu)));
+    }
+    inner_options.backend = lu;
+    inner_ = make_factorization(lu, inner_options);
+    return inner_->compute(matrix);
+  }
+
+  SolveReport do_solve(std::span<const double> B, std::span<double> X, index_t nrhs,
+                       bool transpose) const override {
+    return transpose ? inner_->solve_transpose(B, X, nrhs) : inner_->solve(B, X, nrhs);
+  }
+
+ private:
+  std::unique_ptr<Factorization> inner_;
+};
+
+}  // namespace
+
+std::unique_ptr<Factorization> detail::make_automatic(const Options& options) {
+  return std::make_unique<Automatic>(options);
+}
+
+std::unique_ptr<Factorization> make_factorization(Backend backend, const Options& options) {
+  Options o = options;
+  o.backend = backend;
+  if (!available(o.ordering)) throw NotCompiled("METIS", "the metis ordering");
+  switch (backend) {
+    case Backend::automatic: return detail::make_automatic(o);
+    case Backend::ldlt: return detail::make_ldlt(o);
+    case Backend::lu: return detail::make_lu(o);
+    case Backend::cholmod:
+    case Backend::umfpack:
+    case Backend::klu:
+#ifdef FEM_SOLVE_HAVE_SUITESPARSE
+      if (backend == Backend::cholmod) return detail::make_cholmod(o);
+      if (backend == Backend::umfpack) return detail::make_umfpack(o);
+      return detail::make_klu(o);
+#else
+      throw NotCompiled("SuiteSparse", fmt::format("the {} backend", to_string(backend)));
+#endif
+  }
+  throw InvalidArgument("make_factorization: unknown backend");
+}
+
+std::unique_ptr<Factorization> factorize(const CsrMatrix& matrix, const Options& options) {
+  auto f = make_factorization(options.backend, options);
+  Result r = f->compute(matrix);
+  if (!r)
+    throw NumericalError(fmt::format("{} factorization failed ({}): {}", to_string(f->backend()),
+                                     to_string(r.status), r.reason));
+  return f;
+}
+
+SolveReport refine(const Factorization& factorization, const CsrMatrix& matrix,
+                   std::span<const double> b, std::span<double> x, int steps, bool transpose) {
+  const auto n = static_cast<std::size_t>(matrix.rows());
+  if (b.size() != n || x.size() != n)
+    throw DimensionMismatch(fmt::format("refine: matrix {} x {}, b has {}, x has {}",
+                                        matrix.rows(), matrix.cols(), b.size(), x.size()));
+  std::vector<double> r(n), dx(n);
+  double bnorm = 0;
+  for (double v : b) bnorm += v * v;
+  bnorm = std::sqrt(bnorm);
+  auto residual = [&] {
+    if (transpose)
+      matrix.multiply_transpose(x, r);
+    else
+      matrix.multiply(x, r);
+    double s = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      r[i] = b[i] - r[i];
+      s += r[i] * r[i];
+    }
+    return bnorm > 0 ? std::sqrt(s) / bnorm : std::sqrt(s);
+  };
+  SolveReport report;
+  report.residual = residual();
+  for (int k = 0; k < steps; ++k) {
+    SolveReport s = transpose ? factorization.solve_transpose(r, dx) : factorization.solve(r, dx);
+    if (!s) return s;
+    for (std::size_t i = 0; i < n; ++i) x[i] += dx[i];
+    report.refinement_steps = k + 1;
+    const double previous = report.residual;
+    report.residual = residual();
+    if (report.residual == 0.0 || report.residual > 0.5 * previous) break;  // stagnated
+  }
+  if (!std::isfinite(report.residual)) {
+    report.status = Status::singular;
+    report.reason = "non-finite residual";
+  }
+  return report;
+}
+
+}  // namespace fem::solve
