@@ -4,3 +4,5 @@
 
 #include "fem/mesh.hpp"
 #include "fem/mesh/generate.hpp"
+#include "fem/mesh/read.hpp"
+#include "fem/mesh/write_gmsh.hpp"
