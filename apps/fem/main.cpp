@@ -1,6 +1,8 @@
 // fem: drivers that run the kernels on mesh files. Errors are one line and a non-zero exit.
 //   fem --help
 //   fem store-demo
+//   fem info gen:square-tri3:8 --json -
+//   fem convert gen:cube-tet4:4 cube.vtu
 #include <cstdio>
 #include <exception>
 
@@ -11,6 +13,8 @@ int main(int argc, char** argv) {
   CLI::App app{"fem: finite-element kernels that share state through one store"};
   app.require_subcommand(1);
   fem::app::add_store_demo(app);
+  fem::app::add_info(app);
+  fem::app::add_convert(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include "fem/mesh.hpp"
+#include "fem/mesh/check.hpp"
 #include "fem/mesh/generate.hpp"
+#include "fem/mesh/vtu.hpp"
 #include "fem/mesh/read.hpp"
 #include "fem/mesh/write_gmsh.hpp"

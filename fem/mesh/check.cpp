@@ -1,0 +1,374 @@
+// Mesh checks by sorting (duplicate nodes, facet matching) and corner Jacobians; reorientation.
+#include "fem/mesh/check.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "fem/error.hpp"
+#include "fem/lagrange.hpp"
+#include "fem/reference_cell.hpp"
+
+namespace fem::mesh {
+namespace {
+
+constexpr int kNumTypes = static_cast<int>(CellType::hex27) + 1;
+
+// Reference gradients (n × dim) of the Lagrange basis of `type` at xi; hex27 by tensor product
+// of 1D quadratics (lagrange_eval has no hex27), using the reference node positions.
+void gradients(CellType type, const double* xi, std::vector<double>& grad) {
+  const auto& info = cell_info(type);
+  grad.assign(static_cast<std::size_t>(info.num_nodes) * info.dim, 0.0);
+  if (type != CellType::hex27) {
+    std::vector<double> phi(info.num_nodes);
+    lagrange_eval(type, xi, phi.data(), grad.data());
+    return;
+  }
+  double l[3][3], dl[3][3];
+  for (int d = 0; d < 3; ++d) detail::line2(xi[d], l[d], dl[d]);
+  const auto nodes = reference_nodes(type);
+  auto idx = [](double t) { return t < -0.5 ? 0 : t > 0.5 ? 1 : 2; };
+  for (int k = 0; k < 27; ++k) {
+    const int i = idx(nodes[k][0]), j = idx(nodes[k][1]), m = idx(nodes[k][2]);
+    grad[3 * k + 0] = dl[0][i] * l[1][j] * l[2][m];
+    grad[3 * k + 1] = l[0][i] * dl[1][j] * l[2][m];
+    grad[3 * k + 2] = l[0][i] * l[1][j] * dl[2][m];
+  }
+}
+
+// Gradients at the corners and the centre, per cell type, computed once.
+const std::vector<std::vector<double>>& corner_gradients(CellType type) {
+  static const auto table = [] {
+    std::array<std::vector<std::vector<double>>, kNumTypes> t;
+    for (int k = 1; k < kNumTypes; ++k) {
+      const auto type = static_cast<CellType>(k);
+      const auto& info = cell_info(type);
+      const auto nodes = reference_nodes(type);
+      std::array<double, 3> centre{0, 0, 0};
+      for (int v = 0; v < info.num_vertices; ++v)
+        for (int d = 0; d < 3; ++d) centre[d] += nodes[v][d] / info.num_vertices;
+      for (int v = 0; v <= info.num_vertices; ++v) {
+        const double* xi = v < info.num_vertices ? nodes[v].data() : centre.data();
+        std::vector<double> g;
+        gradients(type, xi, g);
+        t[k].push_back(std::move(g));
+      }
+    }
+    return t;
+  }();
+  return table[static_cast<std::size_t>(type)];
+}
+
+double determinant(const double* J, int gdim, int tdim) {  // J is gdim × tdim, row-major
+  if (gdim == tdim) {
+    if (tdim == 1) return J[0];
+    if (tdim == 2) return J[0] * J[3] - J[1] * J[2];
+    return J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) + J[2] * (J[3] * J[7] - J[4] * J[6]);
+  }
+  double G[9] = {};  // JᵀJ, tdim × tdim
+  for (int a = 0; a < tdim; ++a)
+    for (int b = 0; b < tdim; ++b)
+      for (int d = 0; d < gdim; ++d) G[a * tdim + b] += J[d * tdim + a] * J[d * tdim + b];
+  const double g = tdim == 1 ? G[0] : G[0] * G[3] - G[1] * G[2];
+  return std::sqrt(std::max(g, 0.0));
+}
+
+double diameter(const Mesh& mesh, index_t c) {
+  const auto v = mesh.cell(c);
+  const int nv = mesh.cell_info().num_vertices, gdim = mesh.gdim();
+  double h2 = 0;
+  for (int a = 0; a < nv; ++a)
+    for (int b = a + 1; b < nv; ++b) {
+      double s = 0;
+      for (int d = 0; d < gdim; ++d) {
+        const double t = mesh.node(v[a])[d] - mesh.node(v[b])[d];
+        s += t * t;
+      }
+      h2 = std::max(h2, s);
+    }
+  return std::sqrt(h2);
+}
+
+enum class Orientation { positive, inverted, degenerate };
+
+Orientation classify(const Mesh& mesh, index_t c, const CheckOptions& o) {
+  const auto dets = corner_determinants(mesh, c);
+  const double scale = o.degenerate_tolerance * std::pow(diameter(mesh, c), mesh.tdim());
+  if (mesh.tdim() < mesh.gdim()) {
+    for (double d : dets)
+      if (d <= scale) return Orientation::degenerate;
+    return Orientation::positive;
+  }
+  bool all_negative = true, any_small = false;
+  for (double d : dets) {
+    if (!(d < -scale)) all_negative = false;
+    if (d <= scale) any_small = true;
+  }
+  if (all_negative) return Orientation::inverted;
+  return any_small ? Orientation::degenerate : Orientation::positive;
+}
+
+// Vertex permutations that flip the orientation.
+std::vector<int> mirror_vertices(CellType type) {
+  switch (cell_info(type).dim) {
+    case 1: return {1, 0};
+    case 2: return cell_info(type).num_vertices == 3 ? std::vector<int>{0, 2, 1} : std::vector<int>{0, 3, 2, 1};
+    case 3: return cell_info(type).num_vertices == 4 ? std::vector<int>{0, 2, 1, 3} : std::vector<int>{4, 5, 6, 7, 0, 1, 2, 3};
+    default: return {0};
+  }
+}
+
+// The vertex set each node of `type` belongs to (itself, its edge, its face, or all vertices),
+// in Gmsh's node order (as reference_nodes builds it).
+std::vector<std::vector<int>> node_vertex_sets(CellType type) {
+  const auto& info = cell_info(type);
+  std::vector<std::vector<int>> sets;
+  for (int v = 0; v < info.num_vertices; ++v) sets.push_back({v});
+  if (info.order == 1) return sets;
+  for (const auto& e : local_edges(type)) sets.push_back({e[0], e[1]});
+  if (type == CellType::line3) sets.resize(3);
+  if (type == CellType::hex27) {
+    const auto f = local_facets(type);
+    for (int k = 0; k < f.count; ++k) sets.emplace_back(f[k].begin(), f[k].end());
+  }
+  if (type == CellType::quad9 || type == CellType::hex27) {
+    sets.emplace_back(info.num_vertices);
+    std::iota(sets.back().begin(), sets.back().end(), 0);
+  }
+  for (auto& s : sets) std::sort(s.begin(), s.end());
+  return sets;
+}
+
+using FacetKey = std::array<index_t, 4>;
+
+FacetKey facet_key(std::span<const index_t> vertices) {
+  FacetKey k;
+  k.fill(std::numeric_limits<index_t>::max());
+  std::copy(vertices.begin(), vertices.end(), k.begin());
+  std::sort(k.begin(), k.begin() + vertices.size());
+  return k;
+}
+
+struct FacetEntry {
+  FacetKey key;
+  index_t cell;
+  int local;
+  bool operator<(const FacetEntry& o) const { return key < o.key; }
+};
+
+void find_duplicates(const Mesh& mesh, const CheckOptions& o, CheckReport& r) {
+  const index_t n = mesh.num_nodes();
+  const int gdim = mesh.gdim();
+  const auto [lo, hi] = mesh.bounding_box();
+  double diag = 0;
+  for (int d = 0; d < gdim; ++d) diag += (hi[d] - lo[d]) * (hi[d] - lo[d]);
+  diag = std::sqrt(diag);
+  double tol = o.duplicate_tolerance * diag;
+  // Cells of size tol: nodes within tol of each other lie in the same or neighbouring cells.
+  const bool exact = !(tol > 0) || diag / tol > 1e15;
+  std::vector<std::array<std::int64_t, 3>> key(n, {0, 0, 0});
+  for (index_t i = 0; i < n; ++i)
+    for (int d = 0; d < gdim; ++d) {
+      const double x = mesh.node(i)[d];
+      key[i][d] = exact ? 0 : static_cast<std::int64_t>(std::floor((x - lo[d]) / tol));
+    }
+  std::vector<index_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  auto less = [&](index_t a, index_t b) {
+    if (key[a] != key[b]) return key[a] < key[b];
+    if (exact)
+      for (int d = 0; d < gdim; ++d)
+        if (mesh.node(a)[d] != mesh.node(b)[d]) return mesh.node(a)[d] < mesh.node(b)[d];
+    return a < b;
+  };
+  std::sort(order.begin(), order.end(), less);
+  if (exact) {
+    for (index_t k = 1; k < n; ++k) {
+      const index_t a = order[k - 1], b = order[k];
+      if (std::equal(mesh.node(a).begin(), mesh.node(a).end(), mesh.node(b).begin())) {
+        // first of the run of equal nodes is the lowest index (ties sorted by index)
+        index_t first = k - 1;
+        while (first > 0 && std::equal(mesh.node(order[first - 1]).begin(), mesh.node(order[first - 1]).end(),
+                                       mesh.node(b).begin()))
+          --first;
+        r.duplicate_nodes.emplace_back(b, order[first]);
+      }
+    }
+  } else {
+    std::vector<std::array<std::int64_t, 3>> sorted_keys(n);
+    for (index_t k = 0; k < n; ++k) sorted_keys[k] = key[order[k]];
+    const int reach[3] = {gdim > 0 ? 1 : 0, gdim > 1 ? 1 : 0, gdim > 2 ? 1 : 0};
+    for (index_t i = 0; i < n; ++i) {
+      index_t best = i;
+      for (int dx = -reach[0]; dx <= reach[0]; ++dx)
+        for (int dy = -reach[1]; dy <= reach[1]; ++dy)
+          for (int dz = -reach[2]; dz <= reach[2]; ++dz) {
+            const std::array<std::int64_t, 3> k{key[i][0] + dx, key[i][1] + dy, key[i][2] + dz};
+            auto [b, e] = std::equal_range(sorted_keys.begin(), sorted_keys.end(), k);
+            for (auto it = b; it != e; ++it) {
+              const index_t j = order[it - sorted_keys.begin()];
+              if (j >= best) continue;
+              bool close = true;
+              for (int d = 0; d < gdim && close; ++d) close = std::abs(mesh.node(i)[d] - mesh.node(j)[d]) <= tol;
+              if (close) best = j;
+            }
+          }
+      if (best != i) r.duplicate_nodes.emplace_back(i, best);
+    }
+  }
+  std::sort(r.duplicate_nodes.begin(), r.duplicate_nodes.end());
+}
+
+void check_facets(const Mesh& mesh, CheckReport& r) {
+  if (mesh.tdim() == 0) return;
+  const auto lf = local_facets(mesh.cell_type());
+  const index_t nc = mesh.num_cells();
+  std::vector<FacetEntry> all;
+  all.reserve(static_cast<std::size_t>(nc) * lf.count);
+  std::vector<index_t> verts(lf.vertices_per_facet);
+  for (index_t c = 0; c < nc; ++c) {
+    const auto v = mesh.cell(c);
+    for (int f = 0; f < lf.count; ++f) {
+      for (int k = 0; k < lf.vertices_per_facet; ++k) verts[k] = v[lf[f][k]];
+      all.push_back({facet_key(verts), c, f});
+    }
+  }
+  std::sort(all.begin(), all.end());
+  // run start and length of each entry's key
+  std::vector<std::uint8_t> tagged(all.size(), 0);
+  const int nvf = mesh.facet_info().num_vertices;
+  for (index_t f = 0; f < mesh.num_facets(); ++f) {
+    const auto key = facet_key(mesh.facet(f).first(nvf));
+    auto it = std::lower_bound(all.begin(), all.end(), FacetEntry{key, 0, 0});
+    if (it == all.end() || it->key != key) {
+      r.stray_facets.push_back(f);
+      continue;
+    }
+    if (std::next(it) != all.end() && std::next(it)->key == key) {
+      r.tagged_interior_facets.push_back(f);
+      continue;
+    }
+    tagged[it - all.begin()] = 1;
+  }
+  for (std::size_t k = 0; k < all.size();) {
+    std::size_t e = k + 1;
+    while (e < all.size() && all[e].key == all[k].key) ++e;
+    if (e == k + 1) {
+      ++r.boundary_facets;
+      if (!tagged[k]) r.untagged_boundary_facets.push_back({all[k].cell, all[k].local});
+    }
+    k = e;
+  }
+  std::sort(r.untagged_boundary_facets.begin(), r.untagged_boundary_facets.end(),
+            [](const CellFacet& a, const CellFacet& b) { return std::pair(a.cell, a.local) < std::pair(b.cell, b.local); });
+}
+
+template <class T, class F>
+std::string first_few(const std::vector<T>& v, F show) {
+  std::string s;
+  for (std::size_t i = 0; i < std::min<std::size_t>(v.size(), 8); ++i) s += (i ? ", " : "") + show(v[i]);
+  if (v.size() > 8) s += ", ...";
+  return s;
+}
+
+}  // namespace
+
+std::vector<double> corner_determinants(const Mesh& mesh, index_t c) {
+  const int gdim = mesh.gdim(), tdim = mesh.tdim(), n = mesh.nodes_per_cell();
+  if (tdim == 0) return {};
+  const auto v = mesh.cell(c);
+  const auto& grads = corner_gradients(mesh.cell_type());
+  std::vector<double> out;
+  out.reserve(grads.size());
+  double J[9];
+  for (const auto& g : grads) {
+    std::fill(J, J + 9, 0.0);
+    for (int k = 0; k < n; ++k) {
+      const auto x = mesh.node(v[k]);
+      for (int d = 0; d < gdim; ++d)
+        for (int a = 0; a < tdim; ++a) J[d * tdim + a] += x[d] * g[k * tdim + a];
+    }
+    out.push_back(determinant(J, gdim, tdim));
+  }
+  return out;
+}
+
+std::span<const int> mirror_order(CellType type) {
+  static const auto table = [] {
+    std::array<std::vector<int>, kNumTypes> t;
+    for (int k = 0; k < kNumTypes; ++k) {
+      const auto type = static_cast<CellType>(k);
+      if (type == CellType::point) {
+        t[k] = {0};
+        continue;
+      }
+      const auto p = mirror_vertices(type);
+      const auto sets = node_vertex_sets(type);
+      for (const auto& s : sets) {
+        std::vector<int> old;
+        for (int v : s) old.push_back(p[v]);
+        std::sort(old.begin(), old.end());
+        t[k].push_back(static_cast<int>(std::find(sets.begin(), sets.end(), old) - sets.begin()));
+      }
+    }
+    return t;
+  }();
+  return table[static_cast<std::size_t>(type)];
+}
+
+CheckReport check(const Mesh& mesh, const CheckOptions& o) {
+  CheckReport r;
+  if (mesh.tdim() > 0)
+    for (index_t c = 0; c < mesh.num_cells(); ++c) {
+      const auto k = classify(mesh, c, o);
+      if (k == Orientation::inverted) r.inverted.push_back(c);
+      if (k == Orientation::degenerate) r.degenerate.push_back(c);
+    }
+  find_duplicates(mesh, o, r);
+  std::vector<std::uint8_t> used(mesh.num_nodes(), 0);
+  for (index_t v : mesh.cells()) used[v] = 1;
+  for (index_t i = 0; i < mesh.num_nodes(); ++i)
+    if (!used[i]) r.unreferenced_nodes.push_back(i);
+  check_facets(mesh, r);
+  return r;
+}
+
+std::string CheckReport::summary() const {
+  auto idx = [](index_t i) { return std::to_string(i); };
+  std::string s = ok() ? "ok" : "problems found";
+  if (!untagged_boundary_facets.empty()) s += " (with warnings)";
+  s += "\n";
+  auto line = [&](const char* what, std::size_t n, const std::string& list) {
+    s += fmt::format("  {:<26} {}{}\n", what, n, n ? "  [" + list + "]" : "");
+  };
+  line("inverted cells", inverted.size(), first_few(inverted, idx));
+  line("degenerate cells", degenerate.size(), first_few(degenerate, idx));
+  line("duplicate nodes", duplicate_nodes.size(),
+       first_few(duplicate_nodes, [](auto p) { return fmt::format("{}={}", p.first, p.second); }));
+  line("unreferenced nodes", unreferenced_nodes.size(), first_few(unreferenced_nodes, idx));
+  line("tagged interior facets", tagged_interior_facets.size(), first_few(tagged_interior_facets, idx));
+  line("tagged facets not in mesh", stray_facets.size(), first_few(stray_facets, idx));
+  line("untagged boundary facets", untagged_boundary_facets.size(),
+       first_few(untagged_boundary_facets, [](CellFacet f) { return fmt::format("cell {} facet {}", f.cell, f.local); }));
+  return s;
+}
+
+Mesh reorient(const Mesh& mesh, const CheckOptions& o) {
+  Mesh::Data d = mesh.data();
+  if (mesh.tdim() == 0 || mesh.tdim() < mesh.gdim()) return Mesh(std::move(d));
+  const auto order = mirror_order(mesh.cell_type());
+  const int n = mesh.nodes_per_cell();
+  std::vector<index_t> tmp(n);
+  for (index_t c = 0; c < mesh.num_cells(); ++c) {
+    if (classify(mesh, c, o) != Orientation::inverted) continue;
+    const auto v = mesh.cell(c);
+    for (int k = 0; k < n; ++k) tmp[k] = v[order[k]];
+    std::copy(tmp.begin(), tmp.end(), d.cells.begin() + static_cast<std::size_t>(c) * n);
+  }
+  return Mesh(std::move(d));
+}
+
+}  // namespace fem::mesh

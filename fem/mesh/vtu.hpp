@@ -1,0 +1,122 @@
+// VTK XML unstructured grids (.vtu) and ParaView collections (.pvd): write a mesh with point and
+// cell data so ParaView opens every result, and read back what write_vtu writes.
+//
+//   std::vector<double> u(mesh.num_nodes());
+//   const fem::mesh::Field fields[] = {{"u", 1, u}};
+//   fem::mesh::write_vtu("out/u.vtu", mesh, fields);
+//   fem::mesh::PvdWriter series("out/heat.pvd");
+//   series.write(t, mesh, fields);                      // out/heat_000000.vtu, heat.pvd rewritten
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fem/mesh.hpp"
+
+namespace fem::mesh {
+
+/// A named array of `components` numbers per point (or per cell): values.size() is
+/// components × num_nodes (or num_cells), interleaved (x0 y0 z0 x1 y1 z1 ...).
+struct Field {
+  std::string name;
+  int components = 1;
+  std::span<const double> values;
+};
+
+/// How the arrays are stored: binary after the XML in one <AppendedData> block (smallest and
+/// fastest), base64 inside each <DataArray>, or decimal text (exact: shortest round-trip form).
+enum class VtuEncoding { appended_raw, base64, ascii };
+
+struct VtuOptions {
+  VtuEncoding encoding = VtuEncoding::appended_raw;
+  /// zlib-compress the binary arrays (vtkZLibDataCompressor); ignored for ascii.
+  bool compress = false;
+  int compression_level = 6;  ///< zlib level 1 (fast) .. 9 (small)
+  /// Write the cell tags as the Int32 cell array "tag".
+  bool cell_tags = true;
+};
+
+/// VTK's node order of a cell type as indices into Gmsh's order: VTK node i is Gmsh node
+/// order[i] (identity except tet10 and hex27). The VTK type number is cell_info(type).vtk_type.
+std::span<const int> vtk_node_order(CellType type);
+
+/// Write `mesh` as a VTK XML unstructured grid. Points are written with 3 coordinates (z = 0
+/// below 3D), second-order cells as VTK's quadratic types (tri6 → 22, quad9 → 28, tet10 → 24,
+/// hex27 → 29) with their nodes permuted. Throws InvalidArgument for a field of the wrong
+/// size or a duplicate name, fem::Error naming the file when it cannot be written.
+void write_vtu(const std::filesystem::path& file, const Mesh& mesh, std::span<const Field> point_data = {},
+               std::span<const Field> cell_data = {}, const VtuOptions& options = {});
+
+/// One data array read from a .vtu file, converted to double.
+struct VtuArray {
+  std::string name;
+  int components = 1;
+  std::vector<double> values;
+};
+
+/// The content of a .vtu file, in VTK's terms.
+struct VtuData {
+  std::vector<double> points;              ///< num_points × 3
+  std::vector<std::int64_t> connectivity;  ///< node indices, cells in VTK node order
+  std::vector<std::int64_t> offsets;       ///< end of each cell in connectivity
+  std::vector<std::uint8_t> types;         ///< VTK cell type of each cell
+  std::vector<VtuArray> point_data, cell_data;
+  std::string source;  ///< the file it was read from
+
+  std::size_t num_points() const noexcept { return points.size() / 3; }
+  std::size_t num_cells() const noexcept { return types.size(); }
+  /// The point (cell) array of that name, or nullptr.
+  const VtuArray* point_array(std::string_view name) const;
+  const VtuArray* cell_array(std::string_view name) const;
+
+  /// The grid as a fem::Mesh: all cells must have one VTK type this project supports; nodes go
+  /// back to Gmsh order and the cell array "tag" becomes the cell tags. gdim 0 takes the
+  /// smallest dimension ≥ the cells' that holds every nonzero coordinate. There are no tagged
+  /// facets and no physical names (VTU has none).
+  Mesh to_mesh(int gdim = 0) const;
+};
+
+/// Read a .vtu file as written by write_vtu: every VtuEncoding, compressed or not, UInt32 or
+/// UInt64 headers, any VTK numeric type, either byte order. Throws fem::ParseError naming the
+/// file and byte offset on anything else or on malformed content.
+VtuData read_vtu(const std::filesystem::path& file);
+
+/// One step of a time series: its time and its .vtu file as written in the .pvd (relative to
+/// the .pvd's folder).
+struct PvdStep {
+  double time = 0;
+  std::string file;
+};
+
+/// A ParaView collection (.pvd) for time series. Every step appends (time, file) and rewrites
+/// the .pvd (to a temporary file, then renamed), so the collection on disk is always complete
+/// and opens in ParaView while the simulation is still running.
+class PvdWriter {
+ public:
+  /// Starts an empty collection at `pvd` (its folder must exist) and writes it.
+  explicit PvdWriter(std::filesystem::path pvd, VtuOptions options = {});
+
+  /// Writes <pvd stem>_<step, 6 digits>.vtu next to the .pvd and adds it at `time`; returns its path.
+  std::filesystem::path write(double time, const Mesh& mesh, std::span<const Field> point_data = {},
+                              std::span<const Field> cell_data = {});
+  /// Adds a file written by other means (absolute, or relative to the .pvd's folder).
+  void add(double time, const std::filesystem::path& vtu);
+
+  const std::vector<PvdStep>& steps() const noexcept { return steps_; }
+  const std::filesystem::path& path() const noexcept { return pvd_; }
+
+ private:
+  void rewrite() const;
+
+  std::filesystem::path pvd_;
+  VtuOptions options_;
+  std::vector<PvdStep> steps_;
+};
+
+/// The steps listed in a .pvd file, in file order. Throws fem::ParseError on malformed content.
+std::vector<PvdStep> read_pvd(const std::filesystem::path& pvd);
+
+}  // namespace fem::mesh
