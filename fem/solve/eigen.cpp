@@ -53,11 +53,16 @@ class EigenSymbolic final : public Symbolic {
         break;
       }
       case Ordering::metis: {
-        // New → old from METIS; Eigen's simplicial solvers want old → new (Pinv), SparseLU's
-        // column permutation old → new as well.
+        // New → old from METIS. The simplicial solvers take it as their Pinv (new → old);
+        // SparseLU places column i at perm(i), so it needs old → new.
         const auto order = metis_order(n, pat.row_offsets().data(), pat.col_indices().data());
         perm_.resize(n);
-        for (int k = 0; k < n; ++k) perm_.indices()(order[static_cast<std::size_t>(k)]) = k;
+        for (int k = 0; k < n; ++k) {
+          if (backend == Backend::lu)
+            perm_.indices()(order[static_cast<std::size_t>(k)]) = k;
+          else
+            perm_.indices()(k) = order[static_cast<std::size_t>(k)];
+        }
         break;
       }
       default: perm_.setIdentity(n); break;
