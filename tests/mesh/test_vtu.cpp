@@ -1,0 +1,231 @@
+// VTU writer and reader: VTK's node order against VTK's reference coordinates, exact round
+// trips for every cell type, encoding and compression with point and cell data, PVD series.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "fem/error.hpp"
+#include "fem/mesh/vtu.hpp"
+#include "test_check_util.hpp"
+
+namespace {
+
+using fem::CellType;
+namespace fm = fem::mesh;
+namespace fs = std::filesystem;
+
+fs::path temp_dir() {
+  const fs::path p = fs::temp_directory_path() /
+                     ("fem_test_vtu_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::create_directories(p);
+  return p;
+}
+
+// VTK's parametric coordinates of the nodes of its cells (vtkQuadraticTetra,
+// vtkBiQuadraticQuad, vtkTriQuadraticHexahedron, ...), on [0, 1]^d.
+std::vector<std::array<double, 3>> vtk_reference(CellType t) {
+  switch (t) {
+    case CellType::line3: return {{0, 0, 0}, {1, 0, 0}, {0.5, 0, 0}};
+    case CellType::tri6: return {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0.5, 0, 0}, {0.5, 0.5, 0}, {0, 0.5, 0}};
+    case CellType::quad9:
+      return {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0}, {0.5, 0, 0}, {1, 0.5, 0}, {0.5, 1, 0}, {0, 0.5, 0}, {0.5, 0.5, 0}};
+    case CellType::tet10:
+      return {{0, 0, 0},     {1, 0, 0},     {0, 1, 0},     {0, 0, 1},       {0.5, 0, 0},
+              {0.5, 0.5, 0}, {0, 0.5, 0},   {0, 0, 0.5},   {0.5, 0, 0.5},   {0, 0.5, 0.5}};
+    case CellType::hex27:
+      return {{0, 0, 0},     {1, 0, 0},     {1, 1, 0},     {0, 1, 0},     {0, 0, 1},     {1, 0, 1},     {1, 1, 1},
+              {0, 1, 1},     {0.5, 0, 0},   {1, 0.5, 0},   {0.5, 1, 0},   {0, 0.5, 0},   {0.5, 0, 1},   {1, 0.5, 1},
+              {0.5, 1, 1},   {0, 0.5, 1},   {0, 0, 0.5},   {1, 0, 0.5},   {1, 1, 0.5},   {0, 1, 0.5},   {0, 0.5, 0.5},
+              {1, 0.5, 0.5}, {0.5, 0, 0.5}, {0.5, 1, 0.5}, {0.5, 0.5, 0},  {0.5, 0.5, 1}, {0.5, 0.5, 0.5}};
+    default: return {};
+  }
+}
+
+TEST(VtkNodeOrder, MatchesVtkReferenceCoordinates) {
+  for (CellType t : {CellType::line3, CellType::tri6, CellType::quad9, CellType::tet10, CellType::hex27}) {
+    const auto order = fm::vtk_node_order(t);
+    const auto gmsh = fem::reference_nodes(t);
+    const auto vtk = vtk_reference(t);
+    ASSERT_EQ(order.size(), vtk.size()) << cell_info(t).name;
+    const bool simplex = t == CellType::tri6 || t == CellType::tet10;
+    for (std::size_t i = 0; i < vtk.size(); ++i)
+      for (int d = 0; d < cell_info(t).dim; ++d) {
+        const double g = gmsh[order[i]][d];
+        EXPECT_DOUBLE_EQ(simplex ? g : (g + 1) / 2, vtk[i][d]) << cell_info(t).name << " VTK node " << i;
+      }
+  }
+}
+
+TEST(VtkNodeOrder, IsAPermutation) {
+  for (CellType t : fem::test::all_types()) {
+    auto o = fm::vtk_node_order(t);
+    std::vector<int> s(o.begin(), o.end());
+    std::sort(s.begin(), s.end());
+    for (std::size_t i = 0; i < s.size(); ++i) EXPECT_EQ(s[i], static_cast<int>(i));
+    EXPECT_EQ(static_cast<int>(s.size()), cell_info(t).num_nodes);
+  }
+}
+
+struct Case {
+  fm::VtuEncoding encoding;
+  bool compress;
+};
+
+class VtuRoundTrip : public ::testing::TestWithParam<Case> {};
+
+TEST_P(VtuRoundTrip, EveryCellTypeWithPointAndCellData) {
+  const auto dir = temp_dir();
+  for (CellType t : fem::test::all_types()) {
+    const fem::Mesh m = fem::test::small_mesh(t);
+    const auto nn = static_cast<std::size_t>(m.num_nodes()), nc = static_cast<std::size_t>(m.num_cells());
+    std::vector<double> u(nn), v(3 * nn), p(nc), g(nc * m.gdim());
+    for (std::size_t i = 0; i < nn; ++i) {
+      u[i] = std::sin(1.0 + std::sqrt(2.0) * i) * 1e-3;
+      for (int d = 0; d < 3; ++d) v[3 * i + d] = std::exp(-0.1 * i) * (d + 1) / 3.0 - 1e200 * (i == 1);
+    }
+    for (std::size_t c = 0; c < nc; ++c) {
+      p[c] = 1.0 / (c + 3.0);
+      for (int d = 0; d < m.gdim(); ++d) g[c * m.gdim() + d] = std::cbrt(c + d + 0.5);
+    }
+    const fm::Field pd[] = {{"u", 1, u}, {"velocity & <flow>", 3, v}};
+    const fm::Field cd[] = {{"pressure", 1, p}, {"grad", m.gdim(), g}};
+    const auto file = dir / (std::string(cell_info(t).name) + ".vtu");
+    fm::write_vtu(file, m, pd, cd, {GetParam().encoding, GetParam().compress});
+
+    const auto data = fm::read_vtu(file);
+    SCOPED_TRACE(cell_info(t).name);
+    ASSERT_EQ(data.num_points(), nn);
+    ASSERT_EQ(data.num_cells(), nc);
+    for (auto type : data.types) EXPECT_EQ(type, cell_info(t).vtk_type);
+    const fem::Mesh back = data.to_mesh();
+    EXPECT_EQ(back.gdim(), m.gdim());
+    EXPECT_EQ(back.cell_type(), m.cell_type());
+    EXPECT_TRUE(std::equal(m.coords().begin(), m.coords().end(), back.coords().begin(), back.coords().end()));
+    EXPECT_TRUE(std::equal(m.cells().begin(), m.cells().end(), back.cells().begin(), back.cells().end()));
+    EXPECT_TRUE(std::equal(m.cell_tags().begin(), m.cell_tags().end(), back.cell_tags().begin(), back.cell_tags().end()));
+
+    ASSERT_EQ(data.point_data.size(), 2u);
+    ASSERT_EQ(data.cell_data.size(), 3u);  // "tag" first
+    const auto* ru = data.point_array("u");
+    const auto* rv = data.point_array("velocity & <flow>");
+    ASSERT_TRUE(ru && rv);
+    EXPECT_EQ(ru->values, u);  // exact, in every encoding
+    EXPECT_EQ(rv->components, 3);
+    EXPECT_EQ(rv->values, v);
+    ASSERT_TRUE(data.cell_array("pressure") && data.cell_array("grad") && data.cell_array("tag"));
+    EXPECT_EQ(data.cell_array("pressure")->values, p);
+    EXPECT_EQ(data.cell_array("grad")->components, m.gdim());
+    EXPECT_EQ(data.cell_array("grad")->values, g);
+    // VTK node i of each cell sits where Gmsh node order[i] sits.
+    const auto order = fm::vtk_node_order(t);
+    for (std::size_t c = 0; c < nc; ++c)
+      for (int k = 0; k < m.nodes_per_cell(); ++k)
+        EXPECT_EQ(data.connectivity[c * m.nodes_per_cell() + k], m.cell(static_cast<fem::index_t>(c))[order[k]]);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_P(VtuRoundTrip, ArraysLargerThanOneCompressionBlock) {
+  const auto dir = temp_dir();
+  const fem::Mesh m = fm::unit_cube(CellType::hex8, 24);  // 15625 nodes: 375 kB of points
+  std::vector<double> u(m.num_nodes());
+  for (std::size_t i = 0; i < u.size(); ++i) u[i] = std::cos(0.001 * i);
+  const fm::Field pd[] = {{"u", 1, u}};
+  fm::write_vtu(dir / "big.vtu", m, pd, {}, {GetParam().encoding, GetParam().compress});
+  const auto data = fm::read_vtu(dir / "big.vtu");
+  EXPECT_EQ(data.point_data.at(0).values, u);
+  const auto back = data.to_mesh();
+  EXPECT_TRUE(std::equal(m.cells().begin(), m.cells().end(), back.cells().begin(), back.cells().end()));
+  fs::remove_all(dir);
+}
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  static const char* const names[] = {"raw", "base64", "ascii"};
+  return std::string(names[static_cast<int>(info.param.encoding)]) + (info.param.compress ? "_zlib" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllEncodings, VtuRoundTrip,
+                         ::testing::Values(Case{fm::VtuEncoding::appended_raw, false},
+                                           Case{fm::VtuEncoding::appended_raw, true},
+                                           Case{fm::VtuEncoding::base64, false}, Case{fm::VtuEncoding::base64, true},
+                                           Case{fm::VtuEncoding::ascii, false}),
+                         case_name);
+
+TEST(Vtu, CompressionMakesRegularDataSmaller) {
+  const auto dir = temp_dir();
+  const fem::Mesh m = fm::unit_cube(CellType::tet4, 10);
+  fm::write_vtu(dir / "a.vtu", m);
+  fm::write_vtu(dir / "b.vtu", m, {}, {}, {fm::VtuEncoding::appended_raw, true});
+  EXPECT_LT(fs::file_size(dir / "b.vtu"), fs::file_size(dir / "a.vtu") / 2);
+  fs::remove_all(dir);
+}
+
+TEST(Vtu, RejectsFieldsOfTheWrongSizeAndDuplicateNames) {
+  const auto dir = temp_dir();
+  const fem::Mesh m = fm::unit_square(CellType::tri3, 2);
+  std::vector<double> u(m.num_nodes() + 1);
+  const fm::Field bad[] = {{"u", 1, u}};
+  EXPECT_THROW(fm::write_vtu(dir / "x.vtu", m, bad), fem::InvalidArgument);
+  std::vector<double> w(m.num_nodes());
+  const fm::Field twice[] = {{"u", 1, w}, {"u", 1, w}};
+  EXPECT_THROW(fm::write_vtu(dir / "x.vtu", m, twice), fem::InvalidArgument);
+  EXPECT_THROW(fm::write_vtu(dir / "no" / "such" / "dir.vtu", m), fem::Error);
+  fs::remove_all(dir);
+}
+
+TEST(Vtu, CorruptFilesAreParseErrorsNamingTheFile) {
+  const auto dir = temp_dir();
+  const fem::Mesh m = fm::unit_square(CellType::quad4, 3);
+  for (bool compress : {false, true}) {
+    fm::write_vtu(dir / "ok.vtu", m, {}, {}, {fm::VtuEncoding::appended_raw, compress});
+    std::ifstream in(dir / "ok.vtu", std::ios::binary);
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto cut = dir / "cut.vtu";
+    std::ofstream(cut, std::ios::binary) << s.substr(0, s.size() - 60);
+    try {
+      fm::read_vtu(cut);
+      ADD_FAILURE() << "truncated file accepted";
+    } catch (const fem::ParseError& e) {
+      EXPECT_EQ(e.file(), cut.string());
+      EXPECT_NE(std::string(e.what()).find("cut.vtu"), std::string::npos);
+    }
+  }
+  std::ofstream(dir / "junk.vtu") << "<VTKFile type=\"PolyData\"></VTKFile>";
+  EXPECT_THROW(fm::read_vtu(dir / "junk.vtu"), fem::ParseError);
+  EXPECT_THROW(fm::read_vtu(dir / "missing.vtu"), fem::Error);
+  fs::remove_all(dir);
+}
+
+TEST(Pvd, ListsEveryStepAndItsFile) {
+  const auto dir = temp_dir();
+  const fem::Mesh m = fm::unit_square(CellType::tri3, 4);
+  fm::PvdWriter series(dir / "heat.pvd", {fm::VtuEncoding::appended_raw, true});
+  EXPECT_TRUE(fm::read_pvd(dir / "heat.pvd").empty());
+  std::vector<double> u(m.num_nodes());
+  const std::vector<double> times{0.0, 0.125, 1.0 / 3.0};
+  for (double t : times) {
+    for (std::size_t i = 0; i < u.size(); ++i) u[i] = t * i;
+    const fm::Field pd[] = {{"u", 1, u}};
+    const auto file = series.write(t, m, pd);
+    EXPECT_TRUE(fs::exists(file));
+  }
+  const auto steps = fm::read_pvd(dir / "heat.pvd");
+  ASSERT_EQ(steps.size(), times.size());
+  for (std::size_t k = 0; k < steps.size(); ++k) {
+    EXPECT_EQ(steps[k].time, times[k]);  // shortest round-trip form: exact
+    EXPECT_EQ(steps[k].file, series.steps()[k].file);
+    const auto data = fm::read_vtu(dir / steps[k].file);
+    EXPECT_EQ(data.point_array("u")->values.back(), times[k] * (u.size() - 1));
+  }
+  series.add(2.0, dir / steps[0].file);  // absolute path stored relative to the .pvd
+  const auto again = fm::read_pvd(dir / "heat.pvd");
+  ASSERT_EQ(again.size(), 4u);
+  EXPECT_EQ(again[3].file, steps[0].file);
+  EXPECT_EQ(again[3].time, 2.0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
