@@ -175,6 +175,7 @@ class Scanner {
     if (n > remaining() / sizeof(T))
       fail(fmt::format("expected {} × {} ({} bytes), but only {} bytes remain", n, what, n * sizeof(T),
                        remaining()));
+    if (n == 0) return;  // out may be null (an empty vector's data())
     std::memcpy(out, p_, n * sizeof(T));
     p_ += n * sizeof(T);
     if (swap_)
