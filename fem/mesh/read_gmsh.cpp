@@ -395,8 +395,7 @@ class GmshReader {
         const std::size_t per = 4 * static_cast<std::size_t>(1 + ntags + k);
         s_.check_count(static_cast<std::uint64_t>(nb), per, "number of elements in the block", h + 4);
         Bucket& b = bucket(type, h);
-        b.nodes.reserve(b.nodes.size() + static_cast<std::size_t>(nb) * k);
-        b.tags.reserve(b.tags.size() + nb);
+        grow(b, static_cast<std::size_t>(nb), k);
         for (std::int32_t e = 0; e < nb; ++e) {
           const auto etag = static_cast<std::uint64_t>(s_.bin<std::int32_t>("element tag"));
           int phys = 0;
@@ -481,10 +480,7 @@ class GmshReader {
       const auto it = entity_physicals_.find({dim, entity});
       const std::vector<int>& phys = (it == entity_physicals_.end() || it->second.empty()) ? no_physicals : it->second;
       Bucket* b = ghost ? nullptr : &bucket(type, h);
-      if (b) {
-        b->nodes.reserve(b->nodes.size() + nb * k);
-        b->tags.reserve(b->tags.size() + nb);
-      }
+      if (b) grow(*b, nb, k);
       if (s_.binary()) {
         // checked above: the whole block fits
         for (std::uint64_t e = 0; e < nb; ++e) {
@@ -512,6 +508,17 @@ class GmshReader {
       s_.fail_at(at, fmt::format("the header announces {} elements, but its blocks hold {}", total, done));
     s_.expect_word("$EndElements");
     have_elements_ = true;
+  }
+
+  // Room for nb more elements (sizes checked against the file by the caller); geometric growth,
+  // since a file may hold many small blocks of one type.
+  static void grow(Bucket& b, std::size_t nb, int k) {
+    const std::size_t rows = b.rows() + nb;
+    if (rows > b.tags.capacity()) {
+      const std::size_t cap = std::max(rows, 2 * b.tags.capacity());
+      b.tags.reserve(cap);
+      b.nodes.reserve(cap * static_cast<std::size_t>(k));
+    }
   }
 
   Bucket& bucket(CellType t, const char* at) {
