@@ -145,10 +145,16 @@ std::vector<std::vector<int>> node_vertex_sets(CellType type) {
 using FacetKey = std::array<index_t, 4>;
 
 FacetKey facet_key(std::span<const index_t> vertices) {
+  // insertion sort of at most 4 vertices (std::sort trips GCC 12's -Warray-bounds here)
   FacetKey k;
   k.fill(std::numeric_limits<index_t>::max());
-  std::copy(vertices.begin(), vertices.end(), k.begin());
-  std::sort(k.begin(), k.begin() + vertices.size());
+  const std::size_t n = std::min<std::size_t>(vertices.size(), k.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const index_t x = vertices[i];
+    std::size_t j = i;
+    for (; j > 0 && k[j - 1] > x; --j) k[j] = k[j - 1];
+    k[j] = x;
+  }
   return k;
 }
 
