@@ -3,6 +3,7 @@
 #include <fem/solve/solve.hpp>
 #include <fem/solve/detail/backends.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <fmt/format.h>
@@ -84,18 +85,53 @@ bool available(Ordering ordering) noexcept {
   return true;
 }
 
-// Sizes at which nested dissection beats minimum degree (measured in bench/solve on this
-// machine's 2D and 3D Poisson problems; see docs/solve.md).
+namespace {
+// The dimension of the mesh behind a pattern, from how a breadth-first ball grows: in d
+// dimensions the ball of radius r holds ~r^d unknowns, so doubling the radius multiplies it by
+// 2^d. One BFS from unknown 0, O(nnz); vector-valued unknowns do not change the exponent.
+double estimated_dimension(const CsrPattern& pattern) {
+  const index_t n = pattern.rows();
+  if (n < 64) return 1.0;
+  std::vector<index_t> level(static_cast<std::size_t>(n), -1), queue;
+  queue.reserve(static_cast<std::size_t>(n));
+  std::vector<std::size_t> count;  // unknowns at each level
+  level[0] = 0;
+  queue.push_back(0);
+  for (std::size_t head = 0; head < queue.size(); ++head) {
+    const index_t v = queue[head];
+    const auto l = static_cast<std::size_t>(level[static_cast<std::size_t>(v)]);
+    if (count.size() <= l) count.resize(l + 1, 0);
+    ++count[l];
+    for (index_t w : pattern.row(v))
+      if (level[static_cast<std::size_t>(w)] < 0) {
+        level[static_cast<std::size_t>(w)] = static_cast<index_t>(l + 1);
+        queue.push_back(w);
+      }
+  }
+  const std::size_t levels = count.size();
+  if (levels < 8) return 3.0;  // tiny diameter for its size: densely connected
+  std::size_t quarter = 0, half = 0;
+  for (std::size_t l = 0; l < levels; ++l) {
+    if (l <= levels / 4) quarter += count[l];
+    if (l <= levels / 2) half += count[l];
+  }
+  const double r1 = static_cast<double>(levels / 4) + 1, r2 = static_cast<double>(levels / 2) + 1;
+  return std::log(static_cast<double>(half) / static_cast<double>(quarter)) / std::log(r2 / r1);
+}
+}  // namespace
+
+// Nested dissection pays off early in 3D (large separators' fill grows fastest), only for
+// large problems in 2D (measured in bench/solve; see docs/solve.md).
 Ordering detail::resolve_ordering(Backend backend, Ordering requested, const CsrPattern& pattern) {
   if (requested != Ordering::automatic) return requested;
-  const double n = pattern.rows();
-  const double per_row = n > 0 ? static_cast<double>(pattern.nnz()) / n : 0.0;
-  // Many neighbours per row means a 3D (or vector-valued) problem, whose separators are large:
-  // there METIS pays off from tens of thousands of unknowns; in 2D only for large problems.
-  const bool three_d = per_row > 9.5;
-  const bool big = three_d ? n >= 20000 : n >= 200000;
+  const index_t n = pattern.rows();
+  bool big = false;
+  if (n >= 10000) {
+    const double dimension = estimated_dimension(pattern);
+    big = dimension > 2.5 ? n >= 10000 : n >= 200000;
+  }
+  (void)backend;  // FE patterns are (nearly) symmetric: AMD on A + Aᵀ beats COLAMD for LU too
   if (big && available(Ordering::metis)) return Ordering::metis;
-  if (backend == Backend::lu || backend == Backend::klu) return Ordering::colamd;
   return Ordering::amd;
 }
 

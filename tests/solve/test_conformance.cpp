@@ -2,6 +2,7 @@
 // matrices, through compute() and analyze/factorize/solve, refactorizing new values on the same
 // pattern, transpose and block solves; plus the fill check of every backend/ordering pair.
 #include <fem/solve/solve.hpp>
+#include <fem/solve/detail/backends.hpp>
 
 #include <gtest/gtest.h>
 
@@ -153,6 +154,20 @@ TEST(Fill, EveryBackendOrderingPairWithinTwiceTheBest) {
                                 << a.rows() << ")";
     }
   }
+}
+
+TEST(Ordering, AutomaticChoiceFollowsSizeAndDimension) {
+  // 3D problems of ten thousand unknowns get nested dissection, 2D ones of that size AMD.
+  const CsrMatrix cube = test::laplacian_3d(22), square = test::laplacian_2d(110);
+  const Ordering nd = available(Ordering::metis) ? Ordering::metis : Ordering::amd;
+  EXPECT_EQ(detail::resolve_ordering(Backend::cholmod, Ordering::automatic, cube.pattern()), nd);
+  EXPECT_EQ(detail::resolve_ordering(Backend::cholmod, Ordering::automatic, square.pattern()),
+            Ordering::amd);
+  EXPECT_EQ(detail::resolve_ordering(Backend::klu, Ordering::colamd, square.pattern()),
+            Ordering::colamd);
+  EXPECT_EQ(detail::resolve_ordering(Backend::umfpack, Ordering::automatic,
+                                     test::laplacian_2d(10).pattern()),
+            Ordering::amd);
 }
 
 }  // namespace
