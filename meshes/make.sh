@@ -17,3 +17,5 @@ mesh annulus annulus.geo 2
 mesh annulus_p2 annulus.geo 2 -order 2
 mesh lshape lshape.geo 2
 mesh cylinder cylinder.geo 3
+# a partitioned file (2 partitions, METIS): its $PartitionedEntities must not change the mesh
+gmsh plate_hole.geo -2 -part 2 -format msh41 -o plate_hole_part2_v41.msh -v 2

@@ -31,10 +31,11 @@ struct Bucket {
 };
 
 /// Node tag → index: the identity on a contiguous run of tags (the common case), else a dense
-/// table when the tags are not too sparse, else a sorted list.
+/// table when the tags are not too sparse, else a sorted list. A tag given twice (partitioned
+/// files repeat interface nodes) is one node: the first; the repeats are dropped from xyz.
 class NodeIndex {
  public:
-  void build(std::vector<std::uint64_t>&& tags) {
+  void build(const std::vector<std::uint64_t>& tags, std::vector<double>& xyz) {
     n_ = tags.size();
     first_ = n_ ? tags[0] : 0;
     contiguous_ = true;
@@ -48,12 +49,40 @@ class NodeIndex {
     min_ = *lo;
     if (*hi - *lo < 4 * static_cast<std::uint64_t>(n_) + 1024) {
       dense_.assign(*hi - *lo + 1, -1);
-      for (std::size_t i = 0; i < n_; ++i) dense_[tags[i] - min_] = static_cast<index_t>(i);
+      bool repeats = false;
+      for (std::size_t i = 0; i < n_; ++i) {
+        index_t& slot = dense_[tags[i] - min_];
+        if (slot < 0) slot = static_cast<index_t>(i);
+        else repeats = true;
+      }
+      if (!repeats) return;
+      std::size_t j = 0;
+      for (std::size_t i = 0; i < n_; ++i) {
+        index_t& slot = dense_[tags[i] - min_];
+        if (slot != static_cast<index_t>(i)) continue;  // a repeat (its first copy has j <= i)
+        std::copy_n(xyz.begin() + 3 * i, 3, xyz.begin() + 3 * j);
+        slot = static_cast<index_t>(j++);
+      }
+      n_ = j;
     } else {
       sorted_.resize(n_);
       for (std::size_t i = 0; i < n_; ++i) sorted_[i] = {tags[i], static_cast<index_t>(i)};
       std::stable_sort(sorted_.begin(), sorted_.end(), [](auto& a, auto& b) { return a.first < b.first; });
+      const auto last = std::unique(sorted_.begin(), sorted_.end(), [](auto& a, auto& b) { return a.first == b.first; });
+      if (last == sorted_.end()) return;
+      sorted_.erase(last, sorted_.end());
+      std::vector<index_t> renumber(n_, -1);
+      for (const auto& p : sorted_) renumber[p.second] = 0;
+      std::size_t j = 0;
+      for (std::size_t i = 0; i < n_; ++i)
+        if (renumber[i] == 0) {
+          std::copy_n(xyz.begin() + 3 * i, 3, xyz.begin() + 3 * j);
+          renumber[i] = static_cast<index_t>(j++);
+        }
+      for (auto& p : sorted_) p.second = renumber[p.second];
+      n_ = j;
     }
+    xyz.resize(3 * n_);
   }
   /// The index of a node tag, or -1.
   index_t find(std::uint64_t tag) const noexcept {
@@ -65,10 +94,8 @@ class NodeIndex {
       const std::uint64_t d = tag - min_;
       return d < dense_.size() ? dense_[d] : -1;
     }
-    // the last of equal tags wins, as in the dense table
-    auto it = std::upper_bound(sorted_.begin(), sorted_.end(), tag, [](std::uint64_t t, auto& p) { return t < p.first; });
-    if (it == sorted_.begin() || std::prev(it)->first != tag) return -1;
-    return std::prev(it)->second;
+    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), tag, [](auto& p, std::uint64_t t) { return p.first < t; });
+    return it != sorted_.end() && it->first == tag ? it->second : -1;
   }
 
  private:
@@ -218,8 +245,9 @@ class GmshReader {
     for (int d = 0; d < 4; ++d)
       for (std::uint64_t e = 0; e < n[d]; ++e) {
         const int tag = int4("entity tag");
+        int parent_dim = d;
         if (partitioned) {
-          int4("parent dimension");
+          parent_dim = int4("parent dimension");
           int4("parent tag");
           const auto np = count("number of partitions of the entity", 2, 4);
           for (std::uint64_t k = 0; k < np; ++k) int4("partition tag");
@@ -228,6 +256,9 @@ class GmshReader {
         const auto nphys = count("number of physical tags", 2, 4);
         std::vector<int> phys(nphys);
         for (auto& p : phys) p = int4("physical tag");
+        // A partition boundary (a piece of a higher-dimensional entity) lists its parent's
+        // physical groups, which are not groups of its own dimension: not tagged facets.
+        if (parent_dim != d) phys.clear();
         entity_physicals_[{d, tag}] = std::move(phys);
         if (d > 0) {
           const auto nb = count("number of bounding entities", 2, 4);
@@ -280,7 +311,7 @@ class GmshReader {
       }
     }
     s_.expect_word("$EndNodes");
-    index_.build(std::move(tags));
+    index_.build(tags, xyz_);
     have_nodes_ = true;
   }
 
@@ -347,7 +378,7 @@ class GmshReader {
     if (tags.size() != total)
       s_.fail_at(at, fmt::format("the header announces {} nodes, but its blocks hold {}", total, tags.size()));
     s_.expect_word("$EndNodes");
-    index_.build(std::move(tags));
+    index_.build(tags, xyz_);
     have_nodes_ = true;
   }
 

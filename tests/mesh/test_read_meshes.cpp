@@ -164,6 +164,18 @@ TEST(SampleMeshes, PlateWithHole) {
   EXPECT_EQ(per_tag.size(), 5u);
 }
 
+TEST(SampleMeshes, PartitionedFileGivesTheSameMesh) {
+  const Mesh whole = load("plate_hole_v41.msh");
+  const Mesh parts = load("plate_hole_part2_v41.msh");
+  EXPECT_EQ(parts.num_cells(), whole.num_cells());
+  EXPECT_NEAR(total_measure(parts), total_measure(whole), 1e-12);
+  // partition boundaries are not tagged facets; the physical boundaries are all there
+  EXPECT_EQ(parts.num_facets(), whole.num_facets());
+  for (const char* side : {"left", "right", "top", "bottom", "hole"})
+    EXPECT_NEAR(boundary_measure(parts, side), boundary_measure(whole, side), 1e-12) << side;
+  for (auto c : parts.cell_tags()) EXPECT_EQ(c, parts.tag_of("domain", 2));
+}
+
 TEST(SampleMeshes, AnnulusFirstAndSecondOrder) {
   const Mesh p1 = load("annulus_v22.msh");
   const Mesh p2 = load("annulus_p2_v41.msh");
