@@ -157,6 +157,29 @@ TEST(ReadGmsh, TagsEntitiesAndNonContiguousNodes) {
   EXPECT_EQ(m.names().size(), 3u);
 }
 
+// Node tags: very sparse (a sorted lookup) and repeated (partitioned files repeat interface
+// nodes: one node, the first copy), in MSH 4.1 and 2.2.
+TEST(ReadGmsh, SparseAndRepeatedNodeTags) {
+  for (std::uint64_t big : {std::uint64_t{7}, std::uint64_t{1} << 40}) {
+    const std::string t = std::to_string(big);
+    const std::string v41 = "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\n2 5 3 " + t +
+                            "\n2 1 0 3\n3\n" + t + "\n5\n0 0 0\n1 0 0\n0 1 0\n2 2 0 2\n" + t +
+                            "\n3\n1 0 0\n0 0 0\n$EndNodes\n$Elements\n1 1 1 1\n2 1 2 1\n1 3 " + t +
+                            " 5\n$EndElements\n";
+    const std::string v22 = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n4\n3 0 0 0\n" + t + " 1 0 0\n5 0 1 0\n" +
+                            t + " 1 0 0\n$EndNodes\n$Elements\n1\n1 2 2 0 1 3 " + t + " 5\n$EndElements\n";
+    for (const std::string& file : {v41, v22}) {
+      const Mesh m = fem::mesh::read_gmsh(file, "tags.msh");
+      ASSERT_EQ(m.num_nodes(), 3) << big;
+      ASSERT_EQ(m.num_cells(), 1);
+      const auto c = m.cell(0);
+      EXPECT_EQ(m.node(c[0])[0], 0.0);
+      EXPECT_EQ(m.node(c[1])[0], 1.0);
+      EXPECT_EQ(m.node(c[2])[1], 1.0);
+    }
+  }
+}
+
 // ---- bad input ------------------------------------------------------------------------------
 
 // The error must name the file and the line (ASCII) or byte offset (binary).
