@@ -177,3 +177,41 @@ TEST(FemCli, CorruptFileAndBadSpecsAreOneLineErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// The drivers on the sample meshes (meshes/README.md): every one is clean and fully tagged, and
+// converts to a .vtu that reads back as the same cells.
+TEST(FemInfo, SampleMeshesAreCleanAndConvertToVtu) {
+  const auto dir = temp_dir();
+  int seen = 0;
+  for (const char* name : {"plate_hole_v41.msh", "annulus_v41.msh", "annulus_p2_v41.msh", "lshape_v41.msh",
+                           "cylinder_v41.msh"}) {
+    const fs::path file = fs::path(FEM_MESHES_DIR) / name;
+    if (!fs::exists(file)) continue;
+    ++seen;
+    SCOPED_TRACE(name);
+    const CliResult info = fem_run("info '" + file.string() + "' --json -", dir);
+    ASSERT_EQ(info.status, 0) << info.err;
+    const auto j = nlohmann::json::parse(info.out);
+    EXPECT_EQ(j["check"]["ok"], true) << j["check"].dump();
+    EXPECT_EQ(j["check"]["untagged_boundary_facets"], 0);
+    long tagged_facets = 0;
+    for (const auto& t : j["tags"])
+      if (t["dim"] == j["tdim"].get<int>() - 1) tagged_facets += t["count"].get<long>();
+    EXPECT_EQ(tagged_facets, j["boundary_facets"].get<long>());
+
+    const auto out = dir / "sample.vtu";
+    const CliResult conv = fem_run("convert '" + file.string() + "' '" + out.string() + "' --compress", dir);
+    ASSERT_EQ(conv.status, 0) << conv.err;
+    const auto mesh = fem::mesh::read(file);
+    const auto back = fem::mesh::read_vtu(out).to_mesh(mesh.gdim());
+    EXPECT_EQ(back.cell_type(), mesh.cell_type());
+    EXPECT_TRUE(std::equal(mesh.cells().begin(), mesh.cells().end(), back.cells().begin(), back.cells().end()));
+    EXPECT_TRUE(std::equal(mesh.coords().begin(), mesh.coords().end(), back.coords().begin(), back.coords().end()));
+  }
+  if (seen == 0) GTEST_SKIP() << "no sample meshes in " << FEM_MESHES_DIR;
+  fs::remove_all(dir);
+}
+
+}  // namespace
