@@ -1,0 +1,131 @@
+// libfem_newton: Newton's method with line search and Jacobian lagging over the shared store.
+// The Jacobian is published under the problem's key and factorized through the solve kernel's
+// cache, so the symbolic analysis is done once per pattern, a refreshed Jacobian costs one
+// numeric factorization, and a lagged one costs nothing but the solve.
+//
+//   fem::newton::Problem p = fem::newton::assembled_problem(assembler, fem::assembly::bratu(6.0), bc, "bratu");
+//   std::vector<double> u(assembler.space().num_dofs(), 0.0);
+//   fem::newton::Result r = fem::newton::solve(p, u);          // r.reason says why it stopped
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fem/csr.hpp"
+#include "fem/solve/solve.hpp"
+#include "fem/store.hpp"
+
+namespace fem::newton {
+
+/// Why Newton stopped (PETSc's converged reasons). Converged reasons come first.
+enum class Reason {
+  converged_atol,            ///< ‖F‖ ≤ atol
+  converged_rtol,            ///< ‖F‖ ≤ rtol·‖F₀‖
+  converged_step,            ///< ‖δu‖ ≤ stol·‖u‖
+  diverged_max_iterations,   ///< max_iterations reached
+  diverged_line_search,      ///< no step length reduced ‖F‖, even with a fresh Jacobian
+  diverged_nan,              ///< a residual or step was NaN or infinite
+  diverged_residual_growth,  ///< ‖F‖ > divergence_tolerance·‖F₀‖
+  diverged_linear_solve,     ///< the Jacobian could not be factorized (singular, not finite)
+};
+std::string_view to_string(Reason r) noexcept;
+inline bool converged(Reason r) noexcept { return r <= Reason::converged_step; }
+
+enum class LineSearch {
+  none,         ///< full steps
+  backtracking  ///< halve the step until ‖F(u + λδu)‖ ≤ (1 − αλ)‖F(u)‖ (Armijo)
+};
+
+/// Jacobian lagging (KINSOL/PETSc style): reuse the factorized Jacobian for up to `max_reuse`
+/// iterations, and refresh earlier when an iteration with a reused Jacobian reduced ‖F‖ by less
+/// than `min_reduction` (ratio ‖F_new‖/‖F_old‖ above it). max_reuse = 1 is full Newton.
+struct Lagging {
+  int max_reuse = 1;
+  double min_reduction = 0.5;
+  /// A fixed lag L: refresh exactly every L iterations (factorizations = ⌈iterations / L⌉).
+  static Lagging fixed(int lag) { return {lag, std::numeric_limits<double>::infinity()}; }
+};
+
+/// One line of the per-iteration monitor.
+struct Iteration {
+  int iteration = 0;               ///< 0 is the initial guess
+  double residual_norm = 0;        ///< ‖F(u)‖ after this iteration
+  double step_norm = 0;            ///< ‖λδu‖
+  double step_length = 0;          ///< λ, the line-search factor
+  bool jacobian_refreshed = false; ///< this iteration factorized a new Jacobian
+  double seconds = 0;              ///< wall time of this iteration
+};
+using Monitor = std::function<void(const Iteration&)>;
+
+/// Monitors that print one line per iteration, as text or as JSON lines.
+Monitor text_monitor(std::FILE* out = stdout);
+Monitor json_monitor(std::FILE* out);
+
+struct Options {
+  double atol = 1e-10;                 ///< absolute residual tolerance
+  double rtol = 1e-10;                 ///< residual tolerance relative to ‖F₀‖
+  double stol = 0;                     ///< step tolerance relative to ‖u‖ (0: off)
+  int max_iterations = 50;
+  double divergence_tolerance = 1e8;   ///< diverged when ‖F‖ > this·max(‖F₀‖, atol)
+  LineSearch line_search = LineSearch::none;
+  double armijo = 1e-4;                ///< α of the sufficient-decrease test
+  double min_step_length = 1.0 / 1024; ///< the line search gives up below this λ
+  Lagging lagging;                     ///< full Newton by default
+  solve::Options linear;               ///< how the Jacobian is factorized
+  Monitor monitor;                     ///< called after every iteration (and for the guess)
+};
+
+/// A nonlinear problem F(u) = 0: residual and Jacobian callbacks, and the store keys its data
+/// lives under: the Jacobian is published as `<name>/J` (and factorized as `<name>/J#factor/...`
+/// by the solve kernel), the final residual and solution as `<name>/F` and `<name>/u`.
+struct Problem {
+  std::string name;
+  /// F(u) into F (overwritten).
+  std::function<void(std::span<const double> u, std::span<double> F)> residual;
+  /// J(u). Same pattern object every time, so the symbolic analysis is reused.
+  std::function<CsrMatrix(std::span<const double> u)> jacobian;
+  Store* store = &fem::store();
+};
+
+struct Result {
+  Reason reason = Reason::diverged_max_iterations;
+  bool converged = false;
+  int iterations = 0;
+  int jacobian_refreshes = 0;         ///< numeric factorizations Newton asked for
+  double initial_residual_norm = 0;
+  double residual_norm = 0;
+  std::vector<Iteration> history;
+  double seconds = 0;
+};
+
+/// Solve F(u) = 0 from the guess in u; u holds the last iterate when it stops. On a diverged
+/// stop u is the last finite iterate: never NaN.
+Result solve(const Problem& problem, std::span<double> u, const Options& options = {});
+
+/// Natural-parameter continuation: solve problem_at(p) for p from `start` towards `end`,
+/// warm-starting each solve from the previous solution and halving the step after a failure.
+struct ContinuationOptions {
+  double start = 0, end = 1, step = 0.1;
+  double min_step = 1e-4;  ///< stop (at the last converged parameter) when the step gets smaller
+  int max_steps = 1000;
+  /// Grow the step by this factor after a solve that converged in few iterations (≤ 4).
+  double growth = 1.0;
+};
+struct ContinuationResult {
+  std::vector<double> parameters;  ///< the converged parameters, in order
+  std::vector<Result> results;     ///< their Newton results
+  double last_parameter = 0;       ///< the last converged parameter
+  bool reached_end = false;
+  int failures = 0;                ///< Newton solves that failed and were retried with a smaller step
+};
+ContinuationResult continuation(const std::function<Problem(double parameter)>& problem_at, std::span<double> u,
+                                const ContinuationOptions& continuation_options, const Options& options = {});
+
+}  // namespace fem::newton

@@ -1,0 +1,300 @@
+// Newton on the assembly and solve kernels: exactness and quadratic convergence on a quasilinear
+// problem, the FE rate on a smooth one, 1D and 2D Bratu (second order, the fold, divergence
+// beyond it, continuation), the p-Laplacian with line search, Jacobian lagging counted from the
+// solve cache, user callbacks, and the stop reasons.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "fem/array.hpp"
+#include "fem/assembly/assembly.hpp"
+#include "fem/mesh/generate.hpp"
+#include "fem/newton/assembled.hpp"
+#include "fem/newton/newton.hpp"
+
+namespace {
+
+using namespace fem::assembly;
+using fem::CellType;
+using std::numbers::pi;
+namespace nt = fem::newton;
+
+struct Case {
+  std::shared_ptr<const Assembler> assembler;
+  DirichletValues bc;
+};
+
+// A mesh published in the store under a fresh key, its P1 space and the Dirichlet values.
+Case setup(fem::Mesh mesh, const std::string& key, const Function& boundary_value = nullptr, int degree = 1) {
+  fem::store().put(key, std::move(mesh));
+  const FunctionSpace V(key, degree);
+  auto a = std::make_shared<const Assembler>(V);
+  return {a, dirichlet_values(V, std::vector<Dirichlet>{{FacetSet::all(), boundary_value}})};
+}
+
+std::vector<double> initial(const Case& s) {
+  std::vector<double> u(s.assembler->space().num_dofs(), 0.0);
+  set_dirichlet(s.bc, u);
+  return u;
+}
+
+bool all_finite(std::span<const double> u) {
+  for (double x : u)
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+
+NonlinearForm nonlinear_poisson(Function f) {
+  return quasilinear([](double u) { return 1 + u * u; }, [](double u) { return 2 * u; }, std::move(f));
+}
+
+TEST(Newton, QuasilinearReproducesALinearSolutionQuadratically) {
+  auto exact = [](const double* x) { return 1 + x[0] + 2 * x[1]; };
+  const Case s = setup(fem::mesh::unit_square(CellType::tri3, 16), "newton/quasi", exact);
+  NonlinearForm form = nonlinear_poisson([](const double* x) { return -10 - 10 * x[0] - 20 * x[1]; });
+  form.quadrature_degree = 2;  // k(u)∇u·∇v and f v are quadratics: integrated exactly
+  auto u = initial(s);
+  nt::Options o;
+  o.atol = 1e-13;
+  o.rtol = 1e-14;
+  const auto r = nt::solve(nt::assembled_problem(s.assembler, form, s.bc, "newton/quasi"), u, o);
+  ASSERT_TRUE(r.converged) << nt::to_string(r.reason);
+  const auto& coords = s.assembler->space().dofmap().coordinates;
+  double worst = 0;
+  for (std::size_t i = 0; i < u.size(); ++i) worst = std::max(worst, std::abs(u[i] - exact(&coords[2 * i])));
+  EXPECT_LT(worst, 1e-11);
+  // Quadratic convergence: the observed order log(r₊/r)/log(r/r₋) near 2 while above round-off.
+  const auto& h = r.history;
+  int checked = 0;
+  for (std::size_t k = 1; k + 1 < h.size(); ++k) {
+    const double r0 = h[k - 1].residual_norm, r1 = h[k].residual_norm, r2 = h[k + 1].residual_norm;
+    if (r2 < 1e-11 || r1 > 1e-1 * r0) continue;
+    EXPECT_GT(std::log(r2 / r1) / std::log(r1 / r0), 1.7) << "iteration " << k + 1;
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
+  // Full Newton refreshes the Jacobian every iteration; the symbolic analysis is done once.
+  EXPECT_EQ(r.jacobian_refreshes, r.iterations);
+}
+
+TEST(Newton, QuasilinearSmoothSolutionConvergesAtTheFiniteElementRate) {
+  // u = 1 + sin(πx) sin(πy); f = -div((1+u²)∇u) = -(2u|∇u|² + (1+u²)Δu).
+  auto exact = [](const double* x) { return 1 + std::sin(pi * x[0]) * std::sin(pi * x[1]); };
+  auto f = [&](const double* x) {
+    const double u = exact(x), sx = std::sin(pi * x[0]), sy = std::sin(pi * x[1]);
+    const double gx = pi * std::cos(pi * x[0]) * sy, gy = pi * sx * std::cos(pi * x[1]);
+    const double lap = -2 * pi * pi * sx * sy;
+    return -(2 * u * (gx * gx + gy * gy) + (1 + u * u) * lap);
+  };
+  std::vector<Errors> e;
+  for (int n : {8, 16, 32}) {
+    const std::string key = "newton/smooth" + std::to_string(n);
+    const Case s = setup(fem::mesh::unit_square(CellType::tri3, n), key, exact);
+    auto u = initial(s);
+    const auto r = nt::solve(nt::assembled_problem(s.assembler, nonlinear_poisson(f), s.bc, key), u);
+    ASSERT_TRUE(r.converged) << nt::to_string(r.reason);
+    e.push_back(errors(*s.assembler, u, [&](const double* x, double* v) { v[0] = exact(x); }));
+  }
+  EXPECT_NEAR(std::log2(e[1].l2 / e[2].l2), 2.0, 0.2);
+  EXPECT_NEAR(std::log2(e[1].h1 / e[2].h1), 1.0, 0.2);
+}
+
+double middle_value(const Case& s, std::span<const double> u) {
+  const auto& coords = s.assembler->space().dofmap().coordinates;
+  for (std::size_t i = 0; i < u.size(); ++i)
+    if (std::abs(coords[i] - 0.5) < 1e-12) return u[i];
+  ADD_FAILURE() << "no node at x = 1/2";
+  return 0;
+}
+
+TEST(Newton, Bratu1DConvergesAtSecondOrderToTheExactMidpoint) {
+  constexpr double exact_mid = 0.1405392144;  // λ = 1, lower branch
+  std::vector<double> err;
+  for (int n : {8, 16, 32, 64}) {
+    const std::string key = "newton/bratu1d-" + std::to_string(n);
+    const Case s = setup(fem::mesh::interval(n), key);
+    auto u = initial(s);
+    const auto r = nt::solve(nt::assembled_problem(s.assembler, bratu(1.0), s.bc, key), u);
+    ASSERT_TRUE(r.converged) << nt::to_string(r.reason);
+    err.push_back(std::abs(middle_value(s, u) - exact_mid));
+  }
+  EXPECT_LT(err.back(), 1e-4);
+  EXPECT_NEAR(std::log2(err[2] / err[3]), 2.0, 0.25);
+}
+
+TEST(Newton, Bratu1DContinuationFindsTheFold) {
+  const Case s = setup(fem::mesh::interval(128), "newton/bratu1d-fold");
+  auto u = initial(s);
+  nt::ContinuationOptions c{.start = 0.5, .end = 4.0, .step = 0.5, .min_step = 1e-3};
+  const auto r = nt::continuation(
+      [&](double lambda) { return nt::assembled_problem(s.assembler, bratu(lambda), s.bc, "newton/bratu1d-fold"); }, u,
+      c);
+  EXPECT_FALSE(r.reached_end);
+  EXPECT_NEAR(r.last_parameter, 3.513830719, 0.01 * 3.513830719);
+  EXPECT_TRUE(all_finite(u));
+}
+
+TEST(Newton, Bratu2DConvergesUpToTheFoldAndDivergesBeyondIt) {
+  const Case s = setup(fem::mesh::unit_square(CellType::tri3, 16), "newton/bratu2d");
+  for (double lambda : {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 6.5}) {
+    auto u = initial(s);
+    const auto r = nt::solve(nt::assembled_problem(s.assembler, bratu(lambda), s.bc, "newton/bratu2d"), u);
+    EXPECT_TRUE(r.converged) << "lambda " << lambda << ": " << nt::to_string(r.reason);
+  }
+  auto u = initial(s);
+  nt::Options o;
+  o.max_iterations = 30;
+  const auto r = nt::solve(nt::assembled_problem(s.assembler, bratu(7.0), s.bc, "newton/bratu2d"), u, o);
+  EXPECT_FALSE(r.converged);
+  EXPECT_FALSE(nt::converged(r.reason));
+  EXPECT_LE(r.iterations, 30);
+  EXPECT_TRUE(all_finite(u));
+}
+
+TEST(Newton, Bratu2DContinuationGetsWithinOnePercentOfTheFold) {
+  const Case s = setup(fem::mesh::unit_square(CellType::tri3, 32), "newton/bratu2d-fold");
+  auto u = initial(s);
+  nt::ContinuationOptions c{.start = 1.0, .end = 8.0, .step = 1.0, .min_step = 2e-3};
+  nt::Options o;
+  o.max_iterations = 15;  // warm starts converge in a few; a failure near the fold fails fast
+  const auto r = nt::continuation(
+      [&](double lambda) { return nt::assembled_problem(s.assembler, bratu(lambda), s.bc, "newton/bratu2d-fold"); },
+      u, c, o);
+  EXPECT_FALSE(r.reached_end);
+  EXPECT_GT(r.failures, 0);
+  EXPECT_NEAR(r.last_parameter, 6.80812, 0.01 * 6.80812);
+  EXPECT_TRUE(all_finite(u));
+}
+
+TEST(Newton, PLaplacianConvergesWithLineSearch) {
+  const Case s = setup(fem::mesh::unit_square(CellType::tri3, 24), "newton/plap");
+  // Start from the Laplace solution (the p-Laplacian Jacobian vanishes at u = 0).
+  auto u = initial(s);
+  const auto warm = nt::solve(nt::assembled_problem(s.assembler, p_laplacian(2.0, [](const double*) { return 1.0; }),
+                                                    s.bc, "newton/plap"),
+                              u);
+  ASSERT_TRUE(warm.converged);
+  nt::Options o;
+  o.line_search = nt::LineSearch::backtracking;
+  o.rtol = 1e-10;
+  const auto r = nt::solve(
+      nt::assembled_problem(s.assembler, p_laplacian(4.0, [](const double*) { return 1.0; }), s.bc, "newton/plap"),
+      u, o);
+  EXPECT_TRUE(r.converged) << nt::to_string(r.reason) << " after " << r.iterations;
+  for (const auto& it : r.history) EXPECT_LE(it.step_length, 1.0);
+  // The residual decreases monotonically: that is what the line search guarantees.
+  for (std::size_t k = 1; k < r.history.size(); ++k)
+    EXPECT_LT(r.history[k].residual_norm, r.history[k - 1].residual_norm) << "iteration " << k;
+}
+
+TEST(Newton, LaggingGivesTheSameSolutionWithFewerFactorizations) {
+  // Bratu at λ = 3: mildly nonlinear, where a lagged Jacobian still contracts well.
+  const Case s = setup(fem::mesh::unit_square(CellType::tri3, 24), "newton/lag");
+  auto& store = fem::store();
+
+  auto run = [&](nt::Lagging lag, std::vector<double>& u, std::int64_t& factorizations) {
+    u = initial(s);
+    nt::Options o;
+    o.lagging = lag;
+    o.max_iterations = 200;
+    const auto before = store.counter("solve.factorizations");
+    const auto symbolic_before = store.counter("solve.symbolic_analyses");
+    const auto r = nt::solve(nt::assembled_problem(s.assembler, bratu(3.0), s.bc, "newton/lag"), u, o);
+    factorizations = store.counter("solve.factorizations") - before;
+    EXPECT_LE(store.counter("solve.symbolic_analyses") - symbolic_before, 1) << "the pattern's analysis is reused";
+    return r;
+  };
+  std::vector<double> full, lagged;
+  std::int64_t full_f = 0, lag_f = 0;
+  const auto rf = run({}, full, full_f);
+  ASSERT_TRUE(rf.converged);
+  EXPECT_EQ(full_f, rf.iterations);
+  for (int L : {2, 3, 5}) {
+    const auto rl = run(nt::Lagging::fixed(L), lagged, lag_f);
+    ASSERT_TRUE(rl.converged) << "lag " << L;
+    EXPECT_EQ(lag_f, (rl.iterations + L - 1) / L) << "lag " << L;
+    EXPECT_LT(lag_f, full_f) << "lag " << L;
+    EXPECT_EQ(rl.jacobian_refreshes, lag_f);
+    double diff = 0;
+    for (std::size_t i = 0; i < full.size(); ++i) diff = std::max(diff, std::abs(full[i] - lagged[i]));
+    EXPECT_LT(diff, 1e-8) << "lag " << L;
+  }
+  // The adaptive policy refreshes when the reduction stalls, and still converges.
+  const auto ra = run({10, 0.3}, lagged, lag_f);
+  EXPECT_TRUE(ra.converged);
+  EXPECT_LT(lag_f, full_f);
+}
+
+// F(x) = (x₀² + x₁² − 4, x₀ − x₁) from the user's own callbacks: root (√2, √2).
+nt::Problem circle_problem(const std::string& name) {
+  auto pattern = std::make_shared<const fem::CsrPattern>(2, 2, std::vector<fem::index_t>{0, 2, 4},
+                                                          std::vector<fem::index_t>{0, 1, 0, 1});
+  nt::Problem p;
+  p.name = name;
+  p.residual = [](std::span<const double> x, std::span<double> F) {
+    F[0] = x[0] * x[0] + x[1] * x[1] - 4;
+    F[1] = x[0] - x[1];
+  };
+  p.jacobian = [pattern](std::span<const double> x) {
+    return fem::CsrMatrix(pattern, {2 * x[0], 2 * x[1], 1.0, -1.0});
+  };
+  return p;
+}
+
+TEST(Newton, UserCallbacksAndTheStoreKeys) {
+  std::vector<double> x{1.0, 0.5};
+  std::vector<nt::Iteration> seen;
+  nt::Options o;
+  o.monitor = [&](const nt::Iteration& it) { seen.push_back(it); };
+  const auto r = nt::solve(circle_problem("newton/circle"), x, o);
+  ASSERT_TRUE(r.converged);
+  EXPECT_NEAR(x[0], std::sqrt(2.0), 1e-12);
+  EXPECT_NEAR(x[1], std::sqrt(2.0), 1e-12);
+  EXPECT_EQ(seen.size(), r.history.size());
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(r.iterations + 1));
+  // Names, not arrays: the Jacobian, the solution and the residual are store entries.
+  auto& store = fem::store();
+  EXPECT_TRUE(store.contains("newton/circle/J"));
+  EXPECT_EQ(store.get<fem::Array<double>>("newton/circle/u")->vector()[0], x[0]);
+  EXPECT_TRUE(store.contains("newton/circle/F"));
+}
+
+TEST(Newton, StopReasons) {
+  {  // a singular Jacobian at the guess: the linear solve fails, u stays finite
+    std::vector<double> x{0.0, 0.0};
+    const auto r = nt::solve(circle_problem("newton/singular"), x);
+    EXPECT_EQ(r.reason, nt::Reason::diverged_linear_solve);
+    EXPECT_TRUE(all_finite(x));
+  }
+  {  // too few iterations
+    std::vector<double> x{10.0, 0.5};
+    nt::Options o;
+    o.max_iterations = 2;
+    const auto r = nt::solve(circle_problem("newton/maxit"), x, o);
+    EXPECT_EQ(r.reason, nt::Reason::diverged_max_iterations);
+    EXPECT_EQ(r.iterations, 2);
+  }
+  {  // step tolerance
+    std::vector<double> x{3.0, 1.0};
+    nt::Options o;
+    o.atol = o.rtol = 0;
+    o.stol = 1e-8;
+    EXPECT_EQ(nt::solve(circle_problem("newton/stol"), x, o).reason, nt::Reason::converged_step);
+  }
+  {  // a NaN residual at the guess
+    nt::Problem p = circle_problem("newton/nan");
+    std::vector<double> x{std::nan(""), 1.0};
+    EXPECT_EQ(nt::solve(p, x).reason, nt::Reason::diverged_nan);
+  }
+  {  // bad arguments are errors, not reasons
+    nt::Problem p = circle_problem("");
+    std::vector<double> x{1.0, 1.0};
+    EXPECT_THROW(nt::solve(p, x), fem::InvalidArgument);
+    nt::Options o;
+    o.lagging.max_reuse = 0;
+    EXPECT_THROW(nt::solve(circle_problem("newton/badlag"), x, o), fem::InvalidArgument);
+  }
+}
+
+}  // namespace
