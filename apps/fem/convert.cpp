@@ -37,7 +37,7 @@ void run_convert(const ConvertArgs& a) {
   const std::string ext = out.extension().string();
   if (ext == ".vtu") {
     mesh::VtuOptions o;
-    o.encoding = a.encoding == "base64" ? mesh::VtuEncoding::base64
+    o.encoding = a.encoding == "base64"  ? mesh::VtuEncoding::base64
                  : a.encoding == "ascii" ? mesh::VtuEncoding::ascii
                                          : mesh::VtuEncoding::appended_raw;
     o.compress = a.compress;
@@ -49,7 +49,8 @@ void run_convert(const ConvertArgs& a) {
     mesh::write_gmsh(m, out, a.binary);
     return;
   }
-  throw InvalidArgument(fmt::format("cannot write '{}': unknown extension '{}' (use .vtu or .msh)", a.out, ext));
+  throw InvalidArgument(
+      fmt::format("cannot write '{}': unknown extension '{}' (use .vtu or .msh)", a.out, ext));
 #else
   throw InvalidArgument(fmt::format("cannot write '{}': unknown extension '{}' (use .vtu)", a.out, ext));
 #endif

@@ -8,7 +8,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -63,7 +62,8 @@ void run_info(const std::string& spec, const std::string& json_file, double tole
     j["boundary_facets"] = report.boundary_facets;
     j["tagged_facets"] = m.num_facets();
     j["tags"] = nlohmann::json::array();
-    for (const auto& t : tags) j["tags"].push_back({{"dim", t.dim}, {"tag", t.tag}, {"name", t.name}, {"count", t.count}});
+    for (const auto& t : tags)
+      j["tags"].push_back({{"dim", t.dim}, {"tag", t.tag}, {"name", t.name}, {"count", t.count}});
     j["bounding_box"] = {{"min", std::vector<double>(lo.begin(), lo.begin() + m.gdim())},
                          {"max", std::vector<double>(hi.begin(), hi.begin() + m.gdim())}};
     j["check"] = {{"ok", report.ok()},
@@ -96,8 +96,8 @@ void run_info(const std::string& spec, const std::string& json_file, double tole
   fmt::print("bounding box  {}\n", box);
   fmt::print("tags          {:>4} {:>6}  {:<20} {:>10}\n", "dim", "tag", "name", "count");
   for (const auto& t : tags)
-    fmt::print("              {:>4} {:>6}  {:<20} {:>10} {}\n", t.dim, t.tag, t.name.empty() ? "-" : t.name, t.count,
-               t.dim == m.tdim() ? "cells" : "facets");
+    fmt::print("              {:>4} {:>6}  {:<20} {:>10} {}\n", t.dim, t.tag, t.name.empty() ? "-" : t.name,
+               t.count, t.dim == m.tdim() ? "cells" : "facets");
   fmt::print("memory        {} ({} bytes)\n", human_bytes(m.bytes()), m.bytes());
   fmt::print("check         {}", report.summary());
 }
@@ -110,8 +110,10 @@ void add_info(CLI::App& app) {
   auto json = std::make_shared<std::string>();
   auto tol = std::make_shared<double>(mesh::CheckOptions{}.duplicate_tolerance);
   cmd->add_option("mesh", *spec, "mesh file, or gen:square-tri3:N, gen:cube-tet4:N, ...")->required();
-  cmd->add_option("--json", *json, "also write the facts as JSON to FILE ('-': standard output, instead of the text)");
-  cmd->add_option("--duplicate-tolerance", *tol, "nodes closer than this times the bounding-box diagonal are duplicates");
+  cmd->add_option("--json", *json,
+                  "also write the facts as JSON to FILE ('-': standard output, instead of the text)");
+  cmd->add_option("--duplicate-tolerance", *tol,
+                  "nodes closer than this times the bounding-box diagonal are duplicates");
   cmd->callback([=] { run_info(*spec, *json, *tol); });
 }
 

@@ -1,10 +1,10 @@
 // Mesh files or generated meshes for the subcommands.
 #include "load_mesh.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "fem/error.hpp"
 #include "fem/mesh/generate.hpp"

@@ -1,12 +1,12 @@
 // Mesh checks by sorting (duplicate nodes, facet matching) and corner Jacobians; reorientation.
 #include "fem/mesh/check.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "fem/error.hpp"
 #include "fem/lagrange.hpp"
@@ -66,7 +66,8 @@ double determinant(const double* J, int gdim, int tdim) {  // J is gdim × tdim,
   if (gdim == tdim) {
     if (tdim == 1) return J[0];
     if (tdim == 2) return J[0] * J[3] - J[1] * J[2];
-    return J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) + J[2] * (J[3] * J[7] - J[4] * J[6]);
+    return J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) +
+           J[2] * (J[3] * J[7] - J[4] * J[6]);
   }
   double G[9] = {};  // JᵀJ, tdim × tdim
   for (int a = 0; a < tdim; ++a)
@@ -114,10 +115,15 @@ Orientation classify(const Mesh& mesh, index_t c, const CheckOptions& o) {
 // Vertex permutations that flip the orientation.
 std::vector<int> mirror_vertices(CellType type) {
   switch (cell_info(type).dim) {
-    case 1: return {1, 0};
-    case 2: return cell_info(type).num_vertices == 3 ? std::vector<int>{0, 2, 1} : std::vector<int>{0, 3, 2, 1};
-    case 3: return cell_info(type).num_vertices == 4 ? std::vector<int>{0, 2, 1, 3} : std::vector<int>{4, 5, 6, 7, 0, 1, 2, 3};
-    default: return {0};
+    case 1:
+      return {1, 0};
+    case 2:
+      return cell_info(type).num_vertices == 3 ? std::vector<int>{0, 2, 1} : std::vector<int>{0, 3, 2, 1};
+    case 3:
+      return cell_info(type).num_vertices == 4 ? std::vector<int>{0, 2, 1, 3}
+                                               : std::vector<int>{4, 5, 6, 7, 0, 1, 2, 3};
+    default:
+      return {0};
   }
 }
 
@@ -218,7 +224,8 @@ void find_duplicates(const Mesh& mesh, const CheckOptions& o, CheckReport& r) {
               const index_t j = order[it - sorted_keys.begin()];
               if (j >= best) continue;
               bool close = true;
-              for (int d = 0; d < gdim && close; ++d) close = std::abs(mesh.node(i)[d] - mesh.node(j)[d]) <= tol;
+              for (int d = 0; d < gdim && close; ++d)
+                close = std::abs(mesh.node(i)[d] - mesh.node(j)[d]) <= tol;
               if (close) best = j;
             }
           }
@@ -269,7 +276,9 @@ void check_facets(const Mesh& mesh, CheckReport& r) {
     k = e;
   }
   std::sort(r.untagged_boundary_facets.begin(), r.untagged_boundary_facets.end(),
-            [](const CellFacet& a, const CellFacet& b) { return std::pair(a.cell, a.local) < std::pair(b.cell, b.local); });
+            [](const CellFacet& a, const CellFacet& b) {
+              return std::pair(a.cell, a.local) < std::pair(b.cell, b.local);
+            });
 }
 
 template <class T, class F>
@@ -358,7 +367,8 @@ std::string CheckReport::summary() const {
   line("tagged interior facets", tagged_interior_facets.size(), first_few(tagged_interior_facets, idx));
   line("tagged facets not in mesh", stray_facets.size(), first_few(stray_facets, idx));
   line("untagged boundary facets", untagged_boundary_facets.size(),
-       first_few(untagged_boundary_facets, [](CellFacet f) { return fmt::format("cell {} facet {}", f.cell, f.local); }));
+       first_few(untagged_boundary_facets,
+                 [](CellFacet f) { return fmt::format("cell {} facet {}", f.cell, f.local); }));
   return s;
 }
 

@@ -1,6 +1,7 @@
 // VTK XML unstructured grid writer and reader (appended raw, base64, ascii; zlib), PVD collections.
 #include "fem/mesh/vtu.hpp"
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #include "fem/error.hpp"
 
@@ -25,9 +24,11 @@ constexpr std::size_t kBlockSize = 1 << 16;
 
 // ---------------------------------------------------------------------------------------------
 // Node orders
-constexpr int kIdentity[27] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26};
+constexpr int kIdentity[27] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
+                               14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26};
 constexpr int kTet10[10] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 8};
-constexpr int kHex27[27] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 13, 9, 16, 18, 19, 17, 10, 12, 14, 15, 22, 23, 21, 24, 20, 25, 26};
+constexpr int kHex27[27] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  11, 13, 9,  16, 18,
+                            19, 17, 10, 12, 14, 15, 22, 23, 21, 24, 20, 25, 26};
 
 // ---------------------------------------------------------------------------------------------
 // base64
@@ -63,7 +64,8 @@ int b64_value(char c) {
 // Decodes base64 text (whitespace ignored); a '=' ends a group, and decoding goes on after it
 // (VTK writes the compression header and the blocks as separate base64 streams). Returns false
 // on a bad character.
-bool unbase64(std::string_view text, std::vector<unsigned char>& out, std::vector<std::size_t>* group_ends = nullptr) {
+bool unbase64(std::string_view text, std::vector<unsigned char>& out,
+              std::vector<std::size_t>* group_ends = nullptr) {
   std::uint32_t acc = 0;
   int have = 0;
   for (std::size_t k = 0; k < text.size(); ++k) {
@@ -99,11 +101,20 @@ std::string xml_escape(std::string_view s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -171,8 +182,8 @@ void encode(OutArray& a, const VtuOptions& o, const std::string& file) {
       uLongf clen = compressBound(static_cast<uLong>(len));
       const std::size_t at = data.size();
       data.resize(at + clen);
-      const int rc = compress2(data.data() + at, &clen, a.bytes.data() + b * kBlockSize, static_cast<uLong>(len),
-                               std::clamp(o.compression_level, 1, 9));
+      const int rc = compress2(data.data() + at, &clen, a.bytes.data() + b * kBlockSize,
+                               static_cast<uLong>(len), std::clamp(o.compression_level, 1, 9));
       if (rc != Z_OK) throw Error(fmt::format("cannot write '{}': zlib compression failed ({})", file, rc));
       data.resize(at + clen);
       append_u64(header, clen);
@@ -198,9 +209,15 @@ void write_array_xml(std::ostream& out, const OutArray& a, const VtuOptions& o, 
   out << indent << "<DataArray type=\"" << a.type << "\" Name=\"" << xml_escape(a.name)
       << "\" NumberOfComponents=\"" << a.components << "\" format=\"";
   switch (o.encoding) {
-    case VtuEncoding::appended_raw: out << "appended\" offset=\"" << a.offset << "\"/>\n"; return;
-    case VtuEncoding::base64: out << "binary\">\n" << indent << "  " << a.inline_text << '\n'; break;
-    case VtuEncoding::ascii: out << "ascii\">\n" << a.ascii << '\n'; break;
+    case VtuEncoding::appended_raw:
+      out << "appended\" offset=\"" << a.offset << "\"/>\n";
+      return;
+    case VtuEncoding::base64:
+      out << "binary\">\n" << indent << "  " << a.inline_text << '\n';
+      break;
+    case VtuEncoding::ascii:
+      out << "ascii\">\n" << a.ascii << '\n';
+      break;
   }
   out << indent << "</DataArray>\n";
 }
@@ -211,8 +228,9 @@ void check_fields(std::span<const Field> fields, std::size_t count, const char* 
     FEM_EXPECTS(!f.name.empty(), "write_vtu: {} field {} has no name", what, i);
     FEM_EXPECTS(f.components >= 1, "write_vtu: {} field '{}' has {} components", what, f.name, f.components);
     FEM_EXPECTS(f.values.size() == count * static_cast<std::size_t>(f.components),
-                "write_vtu: {} field '{}' has {} values, expected {} ({} {}s × {} components) on mesh '{}'", what,
-                f.name, f.values.size(), count * f.components, count, what, f.components, mesh.source());
+                "write_vtu: {} field '{}' has {} values, expected {} ({} {}s × {} components) on mesh '{}'",
+                what, f.name, f.values.size(), count * f.components, count, what, f.components,
+                mesh.source());
     for (std::size_t j = 0; j < i; ++j)
       FEM_EXPECTS(fields[j].name != f.name, "write_vtu: two {} fields named '{}'", what, f.name);
   }
@@ -274,10 +292,13 @@ class Reader {
           break;
         }
         const std::size_t a0 = i;
-        while (i < s_.size() && s_[i] != '=' && !std::isspace(static_cast<unsigned char>(s_[i])) && s_[i] != '>') ++i;
+        while (i < s_.size() && s_[i] != '=' && !std::isspace(static_cast<unsigned char>(s_[i])) &&
+               s_[i] != '>')
+          ++i;
         std::string key = s_.substr(a0, i - a0);
         while (i < s_.size() && std::isspace(static_cast<unsigned char>(s_[i]))) ++i;
-        if (i >= s_.size() || s_[i] != '=') fail(a0, fmt::format("attribute '{}' of <{}> has no value", key, t.name));
+        if (i >= s_.size() || s_[i] != '=')
+          fail(a0, fmt::format("attribute '{}' of <{}> has no value", key, t.name));
         ++i;
         while (i < s_.size() && std::isspace(static_cast<unsigned char>(s_[i]))) ++i;
         if (i >= s_.size() || (s_[i] != '"' && s_[i] != '\'')) fail(i, "attribute value not quoted");
@@ -302,7 +323,12 @@ class Reader {
       }
       const std::size_t e = v.find(';', i);
       const std::string ent = e == std::string::npos ? "" : v.substr(i + 1, e - i - 1);
-      const char c = ent == "amp" ? '&' : ent == "lt" ? '<' : ent == "gt" ? '>' : ent == "quot" ? '"' : ent == "apos" ? '\'' : 0;
+      const char c = ent == "amp"    ? '&'
+                     : ent == "lt"   ? '<'
+                     : ent == "gt"   ? '>'
+                     : ent == "quot" ? '"'
+                     : ent == "apos" ? '\''
+                                     : 0;
       if (!c) {
         out += v[i];
         continue;
@@ -387,22 +413,26 @@ class Decoder {
     std::vector<unsigned char> out;
     if (!f_.compressed) {
       const std::uint64_t n = header_value(b);
-      if (n > avail - hs) r_.fail(at, fmt::format("array '{}' claims {} bytes, {} present", a.name, n, avail - hs));
+      if (n > avail - hs)
+        r_.fail(at, fmt::format("array '{}' claims {} bytes, {} present", a.name, n, avail - hs));
       out.assign(b + hs, b + hs + n);
     } else {
       const std::uint64_t nb = header_value(b);
-      if (avail < hs * 3 || nb > (avail - 3 * hs) / hs) r_.fail(at, fmt::format("compression header of array '{}' is truncated", a.name));
+      if (avail < hs * 3 || nb > (avail - 3 * hs) / hs)
+        r_.fail(at, fmt::format("compression header of array '{}' is truncated", a.name));
       const std::uint64_t bs = header_value(b + hs), last = header_value(b + 2 * hs);
       std::size_t pos = hs * (3 + nb);
       for (std::uint64_t k = 0; k < nb; ++k) {
         const std::uint64_t clen = header_value(b + hs * (3 + k));
         const std::uint64_t ulen = (k + 1 == nb && last) ? last : bs;
-        if (clen > avail - pos) r_.fail(at, fmt::format("compressed block {} of array '{}' is truncated", k, a.name));
+        if (clen > avail - pos)
+          r_.fail(at, fmt::format("compressed block {} of array '{}' is truncated", k, a.name));
         const std::size_t o = out.size();
         out.resize(o + ulen);
         uLongf got = static_cast<uLongf>(ulen);
         const int rc = uncompress(out.data() + o, &got, b + pos, static_cast<uLong>(clen));
-        if (rc != Z_OK || got != ulen) r_.fail(at, fmt::format("zlib block {} of array '{}' is corrupt", k, a.name));
+        if (rc != Z_OK || got != ulen)
+          r_.fail(at, fmt::format("zlib block {} of array '{}' is corrupt", k, a.name));
         pos += clen;
       }
     }
@@ -412,7 +442,8 @@ class Decoder {
   std::vector<unsigned char> bytes(const InArray& a) const {
     std::vector<unsigned char> raw;
     if (a.format == "appended") {
-      if (a.offset > f_.appended.size()) r_.fail(a.at, fmt::format("offset {} of array '{}' is past the appended data", a.offset, a.name));
+      if (a.offset > f_.appended.size())
+        r_.fail(a.at, fmt::format("offset {} of array '{}' is past the appended data", a.offset, a.name));
       const auto* p = reinterpret_cast<const unsigned char*>(f_.appended.data()) + a.offset;
       raw = binary(a, p, f_.appended.size() - a.offset, f_.appended_at + a.offset);
     } else if (a.format == "binary") {
@@ -430,7 +461,8 @@ class Decoder {
       r_.fail(a.at, fmt::format("array '{}' has unsupported format '{}'", a.name, a.format));
     }
     const std::size_t ts = type_size(a.type);
-    if (raw.size() % ts) r_.fail(a.at, fmt::format("array '{}' has {} bytes, not a multiple of {}", a.name, raw.size(), ts));
+    if (raw.size() % ts)
+      r_.fail(a.at, fmt::format("array '{}' has {} bytes, not a multiple of {}", a.name, raw.size(), ts));
     if (f_.big_endian)
       for (std::size_t i = 0; i < raw.size(); i += ts) std::reverse(raw.begin() + i, raw.begin() + i + ts);
     return raw;
@@ -449,7 +481,8 @@ class Decoder {
         if (p == end) break;
         double v = 0;
         auto [q, ec] = std::from_chars(p, end, v);
-        if (ec != std::errc()) r_.fail(a.at + (p - a.text.data()), fmt::format("bad number in ascii array '{}'", a.name));
+        if (ec != std::errc())
+          r_.fail(a.at + (p - a.text.data()), fmt::format("bad number in ascii array '{}'", a.name));
         if constexpr (std::is_integral_v<T>) {
           std::int64_t iv = 0;
           auto [q2, ec2] = std::from_chars(p, end, iv);
@@ -540,10 +573,12 @@ void write_vtu(const std::filesystem::path& file, const Mesh& mesh, std::span<co
 
   std::ofstream out(file, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(fmt::format("cannot write '{}': {}", file.string(), std::strerror(errno)));
-  out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" byte_order=\"LittleEndian\" "
+  out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" "
+         "byte_order=\"LittleEndian\" "
          "header_type=\"UInt64\"";
   if (o.compress && !ascii) out << " compressor=\"vtkZLibDataCompressor\"";
-  out << ">\n  <UnstructuredGrid>\n    <Piece NumberOfPoints=\"" << nn << "\" NumberOfCells=\"" << nc << "\">\n";
+  out << ">\n  <UnstructuredGrid>\n    <Piece NumberOfPoints=\"" << nn << "\" NumberOfCells=\"" << nc
+      << "\">\n";
   const char* ind = "        ";
   if (!pd.empty()) {
     out << "      <PointData>\n";
@@ -563,7 +598,8 @@ void write_vtu(const std::filesystem::path& file, const Mesh& mesh, std::span<co
   if (o.encoding == VtuEncoding::appended_raw) {
     out << "  <AppendedData encoding=\"raw\">\n   _";
     for (auto* group : {&pd, &cd, &pts, &cells})
-      for (const auto& a : *group) out.write(reinterpret_cast<const char*>(a.blob.data()), static_cast<std::streamsize>(a.blob.size()));
+      for (const auto& a : *group)
+        out.write(reinterpret_cast<const char*>(a.blob.data()), static_cast<std::streamsize>(a.blob.size()));
     out << "\n  </AppendedData>\n";
   }
   out << "</VTKFile>\n";
@@ -622,14 +658,19 @@ VtuData read_vtu(const std::filesystem::path& path) {
         auto it = t.attrs.find(k);
         return it == t.attrs.end() ? std::string() : it->second;
       };
-      if (get("type") != "UnstructuredGrid") r.fail(t.begin, fmt::format("VTK file type '{}' is not UnstructuredGrid", get("type")));
+      if (get("type") != "UnstructuredGrid")
+        r.fail(t.begin, fmt::format("VTK file type '{}' is not UnstructuredGrid", get("type")));
       fi.big_endian = get("byte_order") == "BigEndian";
       const std::string ht = get("header_type");
-      if (ht == "UInt64") fi.header_size = 8;
-      else if (ht.empty() || ht == "UInt32") fi.header_size = 4;
-      else r.fail(t.begin, fmt::format("header_type '{}' is not supported", ht));
+      if (ht == "UInt64")
+        fi.header_size = 8;
+      else if (ht.empty() || ht == "UInt32")
+        fi.header_size = 4;
+      else
+        r.fail(t.begin, fmt::format("header_type '{}' is not supported", ht));
       const std::string comp = get("compressor");
-      if (!comp.empty() && comp != "vtkZLibDataCompressor") r.fail(t.begin, fmt::format("compressor '{}' is not supported", comp));
+      if (!comp.empty() && comp != "vtkZLibDataCompressor")
+        r.fail(t.begin, fmt::format("compressor '{}' is not supported", comp));
       fi.compressed = !comp.empty();
     } else if (t.name == "Piece" && !t.closing) {
       if (seen_piece) r.fail(t.begin, "more than one <Piece> is not supported");
@@ -659,15 +700,19 @@ VtuData read_vtu(const std::filesystem::path& path) {
       } catch (const std::exception&) {
         r.fail(t.begin, fmt::format("bad NumberOfComponents or offset in array '{}'", a.name));
       }
-      if (a.components < 1) r.fail(t.begin, fmt::format("array '{}' has {} components", a.name, a.components));
-      if (!type_size(a.type)) r.fail(t.begin, fmt::format("array '{}' has unsupported type '{}'", a.name, a.type));
+      if (a.components < 1)
+        r.fail(t.begin, fmt::format("array '{}' has {} components", a.name, a.components));
+      if (!type_size(a.type))
+        r.fail(t.begin, fmt::format("array '{}' has unsupported type '{}'", a.name, a.type));
       if (!t.self_closing) {
         const std::size_t e = r.s_.find("</DataArray>", t.end);
-        if (e == std::string::npos || e > r.limit_) r.fail(t.begin, fmt::format("array '{}' is not closed", a.name));
+        if (e == std::string::npos || e > r.limit_)
+          r.fail(t.begin, fmt::format("array '{}' is not closed", a.name));
         a.text = std::string_view(r.s_).substr(t.end, e - t.end);
         pos = e;
       }
-      if (section.empty()) r.fail(t.begin, fmt::format("array '{}' outside PointData, CellData, Points or Cells", a.name));
+      if (section.empty())
+        r.fail(t.begin, fmt::format("array '{}' outside PointData, CellData, Points or Cells", a.name));
       arrays.push_back(a);
       sections.push_back(section);
     }
@@ -688,8 +733,10 @@ VtuData read_vtu(const std::filesystem::path& path) {
         r.fail(a.at, fmt::format("Points has {} values, expected 3 × {}", d.points.size(), npoints));
       have_points = true;
     } else if (sec == "Cells") {
-      if (a.name == "connectivity") d.connectivity = dec.values<std::int64_t>(a, as_int), have_conn = true;
-      else if (a.name == "offsets") d.offsets = dec.values<std::int64_t>(a, as_int), have_off = true;
+      if (a.name == "connectivity")
+        d.connectivity = dec.values<std::int64_t>(a, as_int), have_conn = true;
+      else if (a.name == "offsets")
+        d.offsets = dec.values<std::int64_t>(a, as_int), have_off = true;
       else if (a.name == "types") {
         const auto v = dec.values<std::int64_t>(a, as_int);
         d.types.assign(v.begin(), v.end());
@@ -699,23 +746,28 @@ VtuData read_vtu(const std::filesystem::path& path) {
       VtuArray out{a.name, a.components, dec.values<double>(a, as_double)};
       const std::size_t n = sec == "PointData" ? npoints : ncells;
       if (out.values.size() != n * a.components)
-        r.fail(a.at, fmt::format("array '{}' has {} values, expected {} × {}", a.name, out.values.size(), n, a.components));
+        r.fail(a.at, fmt::format("array '{}' has {} values, expected {} × {}", a.name, out.values.size(), n,
+                                 a.components));
       (sec == "PointData" ? d.point_data : d.cell_data).push_back(std::move(out));
     }
   }
   if (npoints && !have_points) r.fail(0, "no <Points>");
-  if (ncells && !(have_conn && have_off && have_types)) r.fail(0, "<Cells> needs connectivity, offsets and types");
+  if (ncells && !(have_conn && have_off && have_types))
+    r.fail(0, "<Cells> needs connectivity, offsets and types");
   if (d.types.size() != ncells || d.offsets.size() != ncells)
-    r.fail(0, fmt::format("{} cell types and {} offsets for {} cells", d.types.size(), d.offsets.size(), ncells));
+    r.fail(0, fmt::format("{} cell types and {} offsets for {} cells", d.types.size(), d.offsets.size(),
+                          ncells));
   std::int64_t prev = 0;
   for (std::size_t c = 0; c < ncells; ++c) {
     if (d.offsets[c] < prev || d.offsets[c] > static_cast<std::int64_t>(d.connectivity.size()))
-      r.fail(0, fmt::format("offset of cell {} ({}) is out of order or past the connectivity", c, d.offsets[c]));
+      r.fail(0,
+             fmt::format("offset of cell {} ({}) is out of order or past the connectivity", c, d.offsets[c]));
     prev = d.offsets[c];
   }
   for (std::size_t k = 0; k < d.connectivity.size(); ++k)
     if (d.connectivity[k] < 0 || d.connectivity[k] >= static_cast<std::int64_t>(npoints))
-      r.fail(0, fmt::format("connectivity entry {} references point {}, but there are {} points", k, d.connectivity[k], npoints));
+      r.fail(0, fmt::format("connectivity entry {} references point {}, but there are {} points", k,
+                            d.connectivity[k], npoints));
   return d;
 }
 
@@ -725,7 +777,8 @@ Mesh VtuData::to_mesh(int gdim) const {
   const auto type = cell_type_from_vtk(types[0]);
   FEM_EXPECTS(type.has_value(), "{}: VTK cell type {} is not supported", w, int(types[0]));
   for (std::size_t c = 0; c < types.size(); ++c)
-    FEM_EXPECTS(types[c] == types[0], "{}: cell {} has VTK type {}, cell 0 has {}; mixed meshes are not supported", w, c,
+    FEM_EXPECTS(types[c] == types[0],
+                "{}: cell {} has VTK type {}, cell 0 has {}; mixed meshes are not supported", w, c,
                 int(types[c]), int(types[0]));
   const auto& info = cell_info(*type);
   const int npc = info.num_nodes;
@@ -745,7 +798,8 @@ Mesh VtuData::to_mesh(int gdim) const {
   m.cells.resize(types.size() * npc);
   for (std::size_t c = 0; c < types.size(); ++c) {
     const std::int64_t begin = c ? offsets[c - 1] : 0;
-    FEM_EXPECTS(offsets[c] - begin == npc, "{}: cell {} has {} nodes, {} needs {}", w, c, offsets[c] - begin, info.name, npc);
+    FEM_EXPECTS(offsets[c] - begin == npc, "{}: cell {} has {} nodes, {} needs {}", w, c, offsets[c] - begin,
+                info.name, npc);
     for (int k = 0; k < npc; ++k) m.cells[c * npc + order[k]] = static_cast<index_t>(connectivity[begin + k]);
   }
   if (const VtuArray* tag = cell_array("tag"); tag && tag->components == 1) {
@@ -759,7 +813,8 @@ Mesh VtuData::to_mesh(int gdim) const {
 // ---------------------------------------------------------------------------------------------
 // PVD
 
-PvdWriter::PvdWriter(std::filesystem::path pvd, VtuOptions options) : pvd_(std::move(pvd)), options_(options) {
+PvdWriter::PvdWriter(std::filesystem::path pvd, VtuOptions options)
+    : pvd_(std::move(pvd)), options_(options) {
   rewrite();
 }
 
@@ -790,10 +845,12 @@ void PvdWriter::rewrite() const {
   {
     std::ofstream out(tmp, std::ios::trunc);
     if (!out) throw Error(fmt::format("cannot write '{}': {}", pvd_.string(), std::strerror(errno)));
-    out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" byte_order=\"LittleEndian\">\n"
+    out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" "
+           "byte_order=\"LittleEndian\">\n"
            "  <Collection>\n";
     for (const auto& s : steps_)
-      out << fmt::format("    <DataSet timestep=\"{}\" group=\"\" part=\"0\" file=\"{}\"/>\n", s.time, xml_escape(s.file));
+      out << fmt::format("    <DataSet timestep=\"{}\" group=\"\" part=\"0\" file=\"{}\"/>\n", s.time,
+                         xml_escape(s.file));
     out << "  </Collection>\n</VTKFile>\n";
     out.close();
     if (!out) throw Error(fmt::format("cannot write '{}': {}", pvd_.string(), std::strerror(errno)));

@@ -1,15 +1,13 @@
 // The fem executable as a user runs it: `fem info --json -` on generated meshes (counts, tags,
 // bounding box, check), `fem convert` to .vtu and .msh read back, and one-line errors.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "fem/mesh/generate.hpp"
 #include "fem/mesh/read.hpp"
@@ -26,9 +24,9 @@ struct CliResult {
 };
 
 fs::path temp_dir() {
-  const fs::path p = fs::temp_directory_path() /
-                     ("fem_test_apps_" + std::to_string(::getpid()) + "_" +
-                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const fs::path p =
+      fs::temp_directory_path() / ("fem_test_apps_" + std::to_string(::getpid()) + "_" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::create_directories(p);
   return p;
 }
@@ -42,7 +40,8 @@ std::string slurp(const fs::path& p) {
 
 CliResult fem_run(const std::string& args, const fs::path& dir) {
   const auto out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd = std::string("'") + FEM_EXECUTABLE + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const std::string cmd =
+      std::string("'") + FEM_EXECUTABLE + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
   const int rc = std::system(cmd.c_str());
   CliResult r;
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
@@ -66,11 +65,12 @@ TEST(FemInfo, JsonOnStandardOutputForGeneratedMeshes) {
     int sides;
   };
   const int n = 4;
-  for (const Case& c : {Case{"gen:square-tri3:4", CellType::tri3, 2 * n * n, (n + 1) * (n + 1), n, 4},
-                        Case{"gen:square-quad4:4", CellType::quad4, n * n, (n + 1) * (n + 1), n, 4},
-                        Case{"gen:cube-tet4:4", CellType::tet4, 6 * n * n * n, (n + 1) * (n + 1) * (n + 1), 2 * n * n, 6},
-                        Case{"gen:cube-hex8:4", CellType::hex8, n * n * n, (n + 1) * (n + 1) * (n + 1), n * n, 6},
-                        Case{"gen:interval-line2:4", CellType::line2, n, n + 1, 1, 2}}) {
+  for (const Case& c :
+       {Case{"gen:square-tri3:4", CellType::tri3, 2 * n * n, (n + 1) * (n + 1), n, 4},
+        Case{"gen:square-quad4:4", CellType::quad4, n * n, (n + 1) * (n + 1), n, 4},
+        Case{"gen:cube-tet4:4", CellType::tet4, 6 * n * n * n, (n + 1) * (n + 1) * (n + 1), 2 * n * n, 6},
+        Case{"gen:cube-hex8:4", CellType::hex8, n * n * n, (n + 1) * (n + 1) * (n + 1), n * n, 6},
+        Case{"gen:interval-line2:4", CellType::line2, n, n + 1, 1, 2}}) {
     SCOPED_TRACE(c.spec);
     const CliResult r = fem_run("info " + c.spec + " --json -", dir);
     ASSERT_EQ(r.status, 0) << r.err;
@@ -117,16 +117,19 @@ TEST(FemInfo, JsonToFileAndTextOnStandardOutput) {
 TEST(FemConvert, VtuOfGeneratedMeshesReadsBackAsTheSameMesh) {
   const auto dir = temp_dir();
   for (const std::string opts : {"", " --encoding base64 --compress", " --encoding ascii"})
-    for (const auto& [spec, mesh] : {std::pair{std::string("gen:cube-tet4:3"), fem::mesh::unit_cube(CellType::tet4, 3)},
-                                     std::pair{std::string("gen:square-quad4:5"), fem::mesh::unit_square(CellType::quad4, 5)}}) {
+    for (const auto& [spec, mesh] :
+         {std::pair{std::string("gen:cube-tet4:3"), fem::mesh::unit_cube(CellType::tet4, 3)},
+          std::pair{std::string("gen:square-quad4:5"), fem::mesh::unit_square(CellType::quad4, 5)}}) {
       SCOPED_TRACE(spec + opts);
       const auto out = dir / "out.vtu";
       const CliResult r = fem_run("convert " + spec + " '" + out.string() + "'" + opts, dir);
       ASSERT_EQ(r.status, 0) << r.err;
       const auto back = fem::mesh::read_vtu(out).to_mesh();
       EXPECT_EQ(back.cell_type(), mesh.cell_type());
-      EXPECT_TRUE(std::equal(mesh.coords().begin(), mesh.coords().end(), back.coords().begin(), back.coords().end()));
-      EXPECT_TRUE(std::equal(mesh.cells().begin(), mesh.cells().end(), back.cells().begin(), back.cells().end()));
+      EXPECT_TRUE(
+          std::equal(mesh.coords().begin(), mesh.coords().end(), back.coords().begin(), back.coords().end()));
+      EXPECT_TRUE(
+          std::equal(mesh.cells().begin(), mesh.cells().end(), back.cells().begin(), back.cells().end()));
       EXPECT_TRUE(std::equal(mesh.cell_tags().begin(), mesh.cell_tags().end(), back.cell_tags().begin(),
                              back.cell_tags().end()));
     }
@@ -162,7 +165,8 @@ TEST(FemCli, MissingFileIsOneLineNamingItAndAnError) {
   const auto dir = temp_dir();
   const std::string missing = (dir / "no_such_mesh.msh").string();
   expect_one_line_naming(fem_run("info '" + missing + "'", dir), "no_such_mesh.msh");
-  expect_one_line_naming(fem_run("convert '" + missing + "' '" + (dir / "x.vtu").string() + "'", dir), "no_such_mesh.msh");
+  expect_one_line_naming(fem_run("convert '" + missing + "' '" + (dir / "x.vtu").string() + "'", dir),
+                         "no_such_mesh.msh");
   fs::remove_all(dir);
 }
 
@@ -172,7 +176,8 @@ TEST(FemCli, CorruptFileAndBadSpecsAreOneLineErrors) {
   expect_one_line_naming(fem_run("info '" + (dir / "broken.msh").string() + "'", dir), "broken.msh");
   expect_one_line_naming(fem_run("info gen:sphere-tri3:4", dir), "gen:sphere-tri3:4");
   expect_one_line_naming(fem_run("info gen:square-tri3:zero", dir), "gen:square-tri3:zero");
-  expect_one_line_naming(fem_run("convert gen:square-tri3:2 '" + (dir / "x.stl").string() + "'", dir), "x.stl");
+  expect_one_line_naming(fem_run("convert gen:square-tri3:2 '" + (dir / "x.stl").string() + "'", dir),
+                         "x.stl");
   fs::remove_all(dir);
 }
 
@@ -207,8 +212,10 @@ TEST(FemInfo, SampleMeshesAreCleanAndConvertToVtu) {
     const auto mesh = fem::mesh::read(file);
     const auto back = fem::mesh::read_vtu(out).to_mesh(mesh.gdim());
     EXPECT_EQ(back.cell_type(), mesh.cell_type());
-    EXPECT_TRUE(std::equal(mesh.cells().begin(), mesh.cells().end(), back.cells().begin(), back.cells().end()));
-    EXPECT_TRUE(std::equal(mesh.coords().begin(), mesh.coords().end(), back.coords().begin(), back.coords().end()));
+    EXPECT_TRUE(
+        std::equal(mesh.cells().begin(), mesh.cells().end(), back.cells().begin(), back.cells().end()));
+    EXPECT_TRUE(
+        std::equal(mesh.coords().begin(), mesh.coords().end(), back.coords().begin(), back.coords().end()));
   }
   if (seen == 0) GTEST_SKIP() << "no sample meshes in " << FEM_MESHES_DIR;
   fs::remove_all(dir);

@@ -29,7 +29,8 @@ void expect_consistent_nodes(const fem::Mesh& m) {
   for (index_t c = 0; c < m.num_cells(); ++c)
     for (int k = 0; k < m.nodes_per_cell(); ++k) {
       const auto x = fem::test::map_point(m, c, first, ref[k]);
-      for (int d = 0; d < m.gdim(); ++d) ASSERT_NEAR(m.node(m.cell(c)[k])[d], x[d], 1e-12) << "cell " << c << " node " << k;
+      for (int d = 0; d < m.gdim(); ++d)
+        ASSERT_NEAR(m.node(m.cell(c)[k])[d], x[d], 1e-12) << "cell " << c << " node " << k;
     }
 }
 
@@ -70,14 +71,21 @@ fem::Mesh swap_vertices(const fem::Mesh& m, index_t c) {
   fem::Mesh::Data d = m.data();
   auto* v = d.cells.data() + static_cast<std::size_t>(c) * m.nodes_per_cell();
   switch (m.cell_type()) {
-    case CellType::line2: std::swap(v[0], v[1]); break;
+    case CellType::line2:
+      std::swap(v[0], v[1]);
+      break;
     case CellType::tri3:
-    case CellType::tet4: std::swap(v[1], v[2]); break;
-    case CellType::quad4: std::swap(v[1], v[3]); break;
+    case CellType::tet4:
+      std::swap(v[1], v[2]);
+      break;
+    case CellType::quad4:
+      std::swap(v[1], v[3]);
+      break;
     case CellType::hex8:
       for (int k = 0; k < 4; ++k) std::swap(v[k], v[k + 4]);
       break;
-    default: ADD_FAILURE();
+    default:
+      ADD_FAILURE();
   }
   return fem::Mesh(std::move(d));
 }

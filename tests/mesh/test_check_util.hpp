@@ -14,17 +14,24 @@ namespace fem::test {
 
 inline CellType first_order_of(CellType t) {
   switch (t) {
-    case CellType::tri6: return CellType::tri3;
-    case CellType::quad9: return CellType::quad4;
-    case CellType::tet10: return CellType::tet4;
-    case CellType::hex27: return CellType::hex8;
-    case CellType::line3: return CellType::line2;
-    default: return t;
+    case CellType::tri6:
+      return CellType::tri3;
+    case CellType::quad9:
+      return CellType::quad4;
+    case CellType::tet10:
+      return CellType::tet4;
+    case CellType::hex27:
+      return CellType::hex8;
+    case CellType::line3:
+      return CellType::line2;
+    default:
+      return t;
   }
 }
 
 /// Position of reference point xi mapped by the first-order geometry of cell c.
-inline std::array<double, 3> map_point(const Mesh& m, index_t c, CellType first, const std::array<double, 3>& xi) {
+inline std::array<double, 3> map_point(const Mesh& m, index_t c, CellType first,
+                                       const std::array<double, 3>& xi) {
   const auto& info = cell_info(first);
   std::vector<double> phi(info.num_nodes), grad(info.num_nodes * info.dim);
   lagrange_eval(first, xi.data(), phi.data(), grad.data());
@@ -96,7 +103,8 @@ inline Mesh elevate(const Mesh& m, CellType to) {
 /// A small mesh of every cell type the tests cover.
 inline Mesh small_mesh(CellType t, index_t n = 3) {
   switch (first_order_of(t)) {
-    case CellType::line2: return t == CellType::line2 ? mesh::interval(n) : elevate(mesh::interval(n), t);
+    case CellType::line2:
+      return t == CellType::line2 ? mesh::interval(n) : elevate(mesh::interval(n), t);
     case CellType::tri3:
     case CellType::quad4: {
       auto m = mesh::rectangle(first_order_of(t), n, n + 1, {0.0, -1.0}, {2.0, 0.5});
@@ -110,8 +118,8 @@ inline Mesh small_mesh(CellType t, index_t n = 3) {
 }
 
 inline const std::vector<CellType>& all_types() {
-  static const std::vector<CellType> t{CellType::line2, CellType::line3, CellType::tri3,  CellType::tri6,
-                                       CellType::quad4, CellType::quad9, CellType::tet4,  CellType::tet10,
+  static const std::vector<CellType> t{CellType::line2, CellType::line3, CellType::tri3, CellType::tri6,
+                                       CellType::quad4, CellType::quad9, CellType::tet4, CellType::tet10,
                                        CellType::hex8,  CellType::hex27};
   return t;
 }

@@ -18,8 +18,8 @@ namespace fs = std::filesystem;
 
 fs::path temp_dir() {
   const fs::path p = fs::temp_directory_path() /
-                     ("fem_test_vtu_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
-                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
+                     ("fem_test_vtu_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                      "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::create_directories(p);
   return p;
 }
@@ -28,19 +28,24 @@ fs::path temp_dir() {
 // vtkBiQuadraticQuad, vtkTriQuadraticHexahedron, ...), on [0, 1]^d.
 std::vector<std::array<double, 3>> vtk_reference(CellType t) {
   switch (t) {
-    case CellType::line3: return {{0, 0, 0}, {1, 0, 0}, {0.5, 0, 0}};
-    case CellType::tri6: return {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0.5, 0, 0}, {0.5, 0.5, 0}, {0, 0.5, 0}};
+    case CellType::line3:
+      return {{0, 0, 0}, {1, 0, 0}, {0.5, 0, 0}};
+    case CellType::tri6:
+      return {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0.5, 0, 0}, {0.5, 0.5, 0}, {0, 0.5, 0}};
     case CellType::quad9:
-      return {{0, 0, 0}, {1, 0, 0}, {1, 1, 0}, {0, 1, 0}, {0.5, 0, 0}, {1, 0.5, 0}, {0.5, 1, 0}, {0, 0.5, 0}, {0.5, 0.5, 0}};
+      return {{0, 0, 0},   {1, 0, 0},   {1, 1, 0},   {0, 1, 0},    {0.5, 0, 0},
+              {1, 0.5, 0}, {0.5, 1, 0}, {0, 0.5, 0}, {0.5, 0.5, 0}};
     case CellType::tet10:
-      return {{0, 0, 0},     {1, 0, 0},     {0, 1, 0},     {0, 0, 1},       {0.5, 0, 0},
-              {0.5, 0.5, 0}, {0, 0.5, 0},   {0, 0, 0.5},   {0.5, 0, 0.5},   {0, 0.5, 0.5}};
+      return {{0, 0, 0},     {1, 0, 0},   {0, 1, 0},   {0, 0, 1},     {0.5, 0, 0},
+              {0.5, 0.5, 0}, {0, 0.5, 0}, {0, 0, 0.5}, {0.5, 0, 0.5}, {0, 0.5, 0.5}};
     case CellType::hex27:
-      return {{0, 0, 0},     {1, 0, 0},     {1, 1, 0},     {0, 1, 0},     {0, 0, 1},     {1, 0, 1},     {1, 1, 1},
-              {0, 1, 1},     {0.5, 0, 0},   {1, 0.5, 0},   {0.5, 1, 0},   {0, 0.5, 0},   {0.5, 0, 1},   {1, 0.5, 1},
-              {0.5, 1, 1},   {0, 0.5, 1},   {0, 0, 0.5},   {1, 0, 0.5},   {1, 1, 0.5},   {0, 1, 0.5},   {0, 0.5, 0.5},
-              {1, 0.5, 0.5}, {0.5, 0, 0.5}, {0.5, 1, 0.5}, {0.5, 0.5, 0},  {0.5, 0.5, 1}, {0.5, 0.5, 0.5}};
-    default: return {};
+      return {{0, 0, 0},     {1, 0, 0},     {1, 1, 0},      {0, 1, 0},     {0, 0, 1},     {1, 0, 1},
+              {1, 1, 1},     {0, 1, 1},     {0.5, 0, 0},    {1, 0.5, 0},   {0.5, 1, 0},   {0, 0.5, 0},
+              {0.5, 0, 1},   {1, 0.5, 1},   {0.5, 1, 1},    {0, 0.5, 1},   {0, 0, 0.5},   {1, 0, 0.5},
+              {1, 1, 0.5},   {0, 1, 0.5},   {0, 0.5, 0.5},  {1, 0.5, 0.5}, {0.5, 0, 0.5}, {0.5, 1, 0.5},
+              {0.5, 0.5, 0}, {0.5, 0.5, 1}, {0.5, 0.5, 0.5}};
+    default:
+      return {};
   }
 }
 
@@ -105,7 +110,8 @@ TEST_P(VtuRoundTrip, EveryCellTypeWithPointAndCellData) {
     EXPECT_EQ(back.cell_type(), m.cell_type());
     EXPECT_TRUE(std::equal(m.coords().begin(), m.coords().end(), back.coords().begin(), back.coords().end()));
     EXPECT_TRUE(std::equal(m.cells().begin(), m.cells().end(), back.cells().begin(), back.cells().end()));
-    EXPECT_TRUE(std::equal(m.cell_tags().begin(), m.cell_tags().end(), back.cell_tags().begin(), back.cell_tags().end()));
+    EXPECT_TRUE(std::equal(m.cell_tags().begin(), m.cell_tags().end(), back.cell_tags().begin(),
+                           back.cell_tags().end()));
 
     ASSERT_EQ(data.point_data.size(), 2u);
     ASSERT_EQ(data.cell_data.size(), 3u);  // "tag" first
@@ -123,7 +129,8 @@ TEST_P(VtuRoundTrip, EveryCellTypeWithPointAndCellData) {
     const auto order = fm::vtk_node_order(t);
     for (std::size_t c = 0; c < nc; ++c)
       for (int k = 0; k < m.nodes_per_cell(); ++k)
-        EXPECT_EQ(data.connectivity[c * m.nodes_per_cell() + k], m.cell(static_cast<fem::index_t>(c))[order[k]]);
+        EXPECT_EQ(data.connectivity[c * m.nodes_per_cell() + k],
+                  m.cell(static_cast<fem::index_t>(c))[order[k]]);
   }
   fs::remove_all(dir);
 }
@@ -150,7 +157,8 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 INSTANTIATE_TEST_SUITE_P(AllEncodings, VtuRoundTrip,
                          ::testing::Values(Case{fm::VtuEncoding::appended_raw, false},
                                            Case{fm::VtuEncoding::appended_raw, true},
-                                           Case{fm::VtuEncoding::base64, false}, Case{fm::VtuEncoding::base64, true},
+                                           Case{fm::VtuEncoding::base64, false},
+                                           Case{fm::VtuEncoding::base64, true},
                                            Case{fm::VtuEncoding::ascii, false}),
                          case_name);
 
