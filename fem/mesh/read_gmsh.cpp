@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "fem/error.hpp"
@@ -256,6 +257,12 @@ class GmshReader {
         const auto nphys = count("number of physical tags", 2, 4);
         std::vector<int> phys(nphys);
         for (auto& p : phys) p = int4("physical tag");
+        std::vector<int> sorted = phys;  // a group listed twice is one group (keep file order)
+        std::sort(sorted.begin(), sorted.end());
+        if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+          std::set<int> seen;
+          std::erase_if(phys, [&](int p) { return !seen.insert(p).second; });
+        }
         // A partition boundary (a piece of a higher-dimensional entity) lists its parent's
         // physical groups, which are not groups of its own dimension: not tagged facets.
         if (parent_dim != d) phys.clear();
@@ -265,6 +272,7 @@ class GmshReader {
           for (std::uint64_t k = 0; k < nb; ++k) int4("bounding entity tag");
         }
       }
+    std::sort(ghost_tags_.begin(), ghost_tags_.end());
     s_.expect_word(partitioned ? "$EndPartitionedEntities" : "$EndEntities");
   }
 
@@ -507,9 +515,15 @@ class GmshReader {
       const auto nb = count("number of elements in the block", 2 * (k + 1), 8 * (k + 1));
       if (nb > total - done)
         s_.fail_at(nb_at, fmt::format("element block of {} elements exceeds the header's total of {}", nb, total));
-      const bool ghost = std::find(ghost_tags_.begin(), ghost_tags_.end(), entity) != ghost_tags_.end();
+      const bool ghost = std::binary_search(ghost_tags_.begin(), ghost_tags_.end(), entity);
       const auto it = entity_physicals_.find({dim, entity});
       const std::vector<int>& phys = (it == entity_physicals_.end() || it->second.empty()) ? no_physicals : it->second;
+      // An element in several physical groups is stored once per group: bound the product so
+      // that a small file cannot claim (elements × groups) beyond what real files hold.
+      rows_ += nb * phys.size();
+      if (rows_ > static_cast<std::uint64_t>(s_.end() - s_.begin()) / 2 + 1024)
+        s_.fail_at(h, fmt::format("{} elements in {} physical groups each are more than this file can describe", nb,
+                                  phys.size()));
       Bucket* b = ghost ? nullptr : &bucket(type, h);
       if (b) grow(*b, nb, k);
       if (s_.binary()) {
@@ -640,7 +654,8 @@ class GmshReader {
   bool have_nodes_ = false, have_elements_ = false;
   std::vector<PhysicalName> names_;
   std::map<std::pair<int, int>, std::vector<int>> entity_physicals_;
-  std::vector<int> ghost_tags_;
+  std::vector<int> ghost_tags_;  // sorted
+  std::uint64_t rows_ = 0;
   std::vector<double> xyz_;
   NodeIndex index_;
   std::array<Bucket, kNumTypes> buckets_;
