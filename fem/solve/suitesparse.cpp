@@ -85,6 +85,33 @@ class CholmodSymbolic final : public Symbolic {
   std::size_t lnz_ = 0, bytes_ = 0;
 };
 
+struct CholmodWorkspace {
+  cholmod_common c;
+  cholmod_dense *x = nullptr, *y = nullptr, *e = nullptr;
+  CholmodWorkspace() {
+    cholmod_start(&c);
+    c.print = 0;
+  }
+  ~CholmodWorkspace() {
+    cholmod_free_dense(&x, &c);
+    cholmod_free_dense(&y, &c);
+    cholmod_free_dense(&e, &c);
+    cholmod_finish(&c);
+  }
+};
+CholmodWorkspace& cholmod_workspace() {
+  thread_local CholmodWorkspace workspace;
+  return workspace;
+}
+
+// Per-thread scratch for UMFPACK/KLU solves, grown as needed and reused.
+template <class T, int Slot>
+T* scratch(std::size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
 class Cholmod final : public Factorization {
  public:
   explicit Cholmod(const Options& o) : Factorization(o) {}
@@ -137,10 +164,9 @@ class Cholmod final : public Factorization {
 
   SolveReport do_solve(std::span<const double> B, std::span<double> X, index_t nrhs,
                        bool) const override {
-    // A private cholmod_common per call: the factor is only read, so solves run in parallel.
-    cholmod_common c;
-    cholmod_start(&c);
-    c.print = 0;
+    // A per-thread cholmod_common and solve workspace: the factor is only read, so solves run
+    // in parallel, and repeated solves reuse X, Y and E (fresh ones cost page faults).
+    CholmodWorkspace& ws = cholmod_workspace();
     cholmod_dense b{};
     b.nrow = static_cast<std::size_t>(size());
     b.ncol = static_cast<std::size_t>(nrhs);
@@ -149,19 +175,14 @@ class Cholmod final : public Factorization {
     b.x = mut(B.data());
     b.xtype = CHOLMOD_REAL;
     b.dtype = CHOLMOD_DOUBLE;
-    cholmod_dense *x = nullptr, *y = nullptr, *e = nullptr;
-    const int ok = cholmod_solve2(CHOLMOD_A, L_, &b, nullptr, &x, nullptr, &y, &e, &c);
+    const int ok = cholmod_solve2(CHOLMOD_A, L_, &b, nullptr, &ws.x, nullptr, &ws.y, &ws.e, &ws.c);
     SolveReport r;
-    if (!ok || !x) {
+    if (!ok || !ws.x) {
       r.status = Status::backend_error;
-      r.reason = fmt::format("cholmod_solve2 failed (status {})", c.status);
+      r.reason = fmt::format("cholmod_solve2 failed (status {})", ws.c.status);
     } else {
-      std::memcpy(X.data(), x->x, X.size() * sizeof(double));
+      std::memcpy(X.data(), ws.x->x, X.size() * sizeof(double));
     }
-    cholmod_free_dense(&x, &c);
-    cholmod_free_dense(&y, &c);
-    cholmod_free_dense(&e, &c);
-    cholmod_finish(&c);
     return r;
   }
 
@@ -297,16 +318,15 @@ class Umfpack final : public Factorization {
   SolveReport do_solve(std::span<const double> B, std::span<double> X, index_t nrhs,
                        bool transpose) const override {
     const auto n = static_cast<std::size_t>(size());
-    std::vector<int> wi(n);
-    std::vector<double> w(5 * n);
+    int* wi = scratch<int, 0>(n);
+    double* w = scratch<double, 1>(5 * n);
     double info[UMFPACK_INFO];
     // M = Aᵀ is what UMFPACK holds: A x = b is Mᵀ x = b.
     const int sys = transpose ? UMFPACK_A : UMFPACK_At;
     SolveReport r;
     for (index_t k = 0; k < nrhs; ++k) {
       const int status = umfpack_di_wsolve(sys, nullptr, nullptr, nullptr, X.data() + k * n,
-                                           B.data() + k * n, numeric_, control_, info, wi.data(),
-                                           w.data());
+                                           B.data() + k * n, numeric_, control_, info, wi, w);
       if (status != UMFPACK_OK) {
         r.status = status == UMFPACK_WARNING_singular_matrix ? Status::singular
                                                              : Status::backend_error;
@@ -433,9 +453,8 @@ class Klu final : public Factorization {
     // klu_solve works in Numeric->Xwork. A shallow copy of the Numeric header with a private
     // Xwork (KLU needs 4n entries) and a private klu_common makes concurrent solves safe.
     const auto n = static_cast<std::size_t>(size());
-    std::vector<double> work(4 * n);
     klu_numeric numeric = *numeric_;
-    numeric.Xwork = work.data();
+    numeric.Xwork = scratch<double, 2>(4 * n);
     klu_common c;
     klu_defaults(&c);
     std::copy(B.begin(), B.end(), X.begin());
