@@ -61,8 +61,8 @@ void rates(benchmark::State& state, const File& f) {
   state.SetLabel(f.label);
   state.counters["MB/s"] = benchmark::Counter(static_cast<double>(f.bytes) * state.iterations() / 1e6,
                                               benchmark::Counter::kIsRate);
-  state.counters["elements/s"] = benchmark::Counter(static_cast<double>(f.elements) * state.iterations(),
-                                                    benchmark::Counter::kIsRate);
+  state.counters["elements/s"] =
+      benchmark::Counter(static_cast<double>(f.elements) * state.iterations(), benchmark::Counter::kIsRate);
   state.counters["file_MB"] = static_cast<double>(f.bytes) / 1e6;
   fem::bench::report_peak_memory(state);
 }

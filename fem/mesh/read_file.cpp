@@ -18,13 +18,16 @@ namespace detail {
 MappedFile::MappedFile(const std::filesystem::path& file) {
   const std::string name = file.string();
   const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw ParseError(name, ParseError::Position::none, 0, fmt::format("cannot open: {}", std::strerror(errno)));
+  if (fd < 0)
+    throw ParseError(name, ParseError::Position::none, 0,
+                     fmt::format("cannot open: {}", std::strerror(errno)));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     const int err = errno;
     ::close(fd);
-    throw ParseError(name, ParseError::Position::none, 0,
-                     err ? fmt::format("cannot read: {}", std::strerror(err)) : std::string("not a regular file"));
+    throw ParseError(
+        name, ParseError::Position::none, 0,
+        err ? fmt::format("cannot read: {}", std::strerror(err)) : std::string("not a regular file"));
   }
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ > 0) {
@@ -33,7 +36,8 @@ MappedFile::MappedFile(const std::filesystem::path& file) {
       const int err = errno;
       data_ = nullptr;
       ::close(fd);
-      throw ParseError(name, ParseError::Position::none, 0, fmt::format("cannot map: {}", std::strerror(err)));
+      throw ParseError(name, ParseError::Position::none, 0,
+                       fmt::format("cannot map: {}", std::strerror(err)));
     }
     ::madvise(data_, size_, MADV_SEQUENTIAL);
   }
@@ -49,9 +53,11 @@ MappedFile::~MappedFile() {
 namespace {
 std::string_view first_word(std::string_view bytes) {
   std::size_t i = 0;
-  while (i < bytes.size() && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t')) ++i;
+  while (i < bytes.size() && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t'))
+    ++i;
   std::size_t j = i;
-  while (j < bytes.size() && !(bytes[j] == ' ' || bytes[j] == '\n' || bytes[j] == '\r' || bytes[j] == '\t')) ++j;
+  while (j < bytes.size() && !(bytes[j] == ' ' || bytes[j] == '\n' || bytes[j] == '\r' || bytes[j] == '\t'))
+    ++j;
   return bytes.substr(i, j - i);
 }
 }  // namespace

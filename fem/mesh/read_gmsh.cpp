@@ -53,8 +53,10 @@ class NodeIndex {
       bool repeats = false;
       for (std::size_t i = 0; i < n_; ++i) {
         index_t& slot = dense_[tags[i] - min_];
-        if (slot < 0) slot = static_cast<index_t>(i);
-        else repeats = true;
+        if (slot < 0)
+          slot = static_cast<index_t>(i);
+        else
+          repeats = true;
       }
       if (!repeats) return;
       std::size_t j = 0;
@@ -69,7 +71,8 @@ class NodeIndex {
       sorted_.resize(n_);
       for (std::size_t i = 0; i < n_; ++i) sorted_[i] = {tags[i], static_cast<index_t>(i)};
       std::stable_sort(sorted_.begin(), sorted_.end(), [](auto& a, auto& b) { return a.first < b.first; });
-      const auto last = std::unique(sorted_.begin(), sorted_.end(), [](auto& a, auto& b) { return a.first == b.first; });
+      const auto last =
+          std::unique(sorted_.begin(), sorted_.end(), [](auto& a, auto& b) { return a.first == b.first; });
       if (last == sorted_.end()) return;
       sorted_.erase(last, sorted_.end());
       std::vector<index_t> renumber(n_, -1);
@@ -95,7 +98,8 @@ class NodeIndex {
       const std::uint64_t d = tag - min_;
       return d < dense_.size() ? dense_[d] : -1;
     }
-    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), tag, [](auto& p, std::uint64_t t) { return p.first < t; });
+    auto it = std::lower_bound(sorted_.begin(), sorted_.end(), tag,
+                               [](auto& p, std::uint64_t t) { return p.first < t; });
     return it != sorted_.end() && it->first == tag ? it->second : -1;
   }
 
@@ -131,9 +135,12 @@ class GmshReader {
       if (s_.at_end()) break;
       const char* at = s_.pos();
       const auto word = s_.token();
-      if (word == "$PhysicalNames") read_physical_names();
-      else if (word == "$Entities") read_entities(false);
-      else if (word == "$PartitionedEntities") read_entities(true);
+      if (word == "$PhysicalNames")
+        read_physical_names();
+      else if (word == "$Entities")
+        read_entities(false);
+      else if (word == "$PartitionedEntities")
+        read_entities(true);
       else if (word == "$Nodes") {
         if (have_nodes_) s_.fail_at(at, "a second $Nodes section");
         v4_ ? read_nodes4() : read_nodes2();
@@ -159,8 +166,10 @@ class GmshReader {
   void read_format() {
     const char* at = s_.pos();
     const auto version = s_.token();
-    if (version.starts_with("4.1")) v4_ = true;
-    else if (version.starts_with("2.")) v4_ = false;
+    if (version.starts_with("4.1"))
+      v4_ = true;
+    else if (version.starts_with("2."))
+      v4_ = false;
     else {
       s_.seek(at);
       s_.expected("MSH version 2.2 or 4.1");
@@ -175,15 +184,18 @@ class GmshReader {
       end_header_line();
       const char* one_at = s_.pos();
       const auto one = s_.bin<std::int32_t>("the binary marker 1");
-      if (one == Scanner::byteswap(std::int32_t{1})) s_.set_swap(true);
-      else if (one != 1) s_.fail_at(one_at, fmt::format("expected the binary marker 1 in either byte order, found {}", one));
+      if (one == Scanner::byteswap(std::int32_t{1}))
+        s_.set_swap(true);
+      else if (one != 1)
+        s_.fail_at(one_at, fmt::format("expected the binary marker 1 in either byte order, found {}", one));
     }
     s_.expect_word("$EndMeshFormat");
   }
 
   // In binary files the data starts right after the newline that ends a section's header line.
   void end_header_line() {
-    while (!s_.at_end() && (*s_.pos() == ' ' || *s_.pos() == '\t' || *s_.pos() == '\r')) s_.seek(s_.pos() + 1);
+    while (!s_.at_end() && (*s_.pos() == ' ' || *s_.pos() == '\t' || *s_.pos() == '\r'))
+      s_.seek(s_.pos() + 1);
     if (s_.at_end() || *s_.pos() != '\n') s_.expected("the end of the line");
     s_.seek(s_.pos() + 1);
   }
@@ -284,7 +296,9 @@ class GmshReader {
   void store_coordinates(const char* at, const double* xyz) {
     for (int k = 0; k < 3; ++k)
       if (!std::isfinite(xyz[k]))
-        s_.fail_at(s_.binary() ? at + 8 * k : at, fmt::format("expected finite coordinates, found {} in node {}", xyz[k], xyz_.size() / 3 + 1));
+        s_.fail_at(
+            s_.binary() ? at + 8 * k : at,
+            fmt::format("expected finite coordinates, found {} in node {}", xyz[k], xyz_.size() / 3 + 1));
     xyz_.insert(xyz_.end(), xyz, xyz + 3);
   }
 
@@ -340,8 +354,10 @@ class GmshReader {
       const int dim = int4("entity dimension");
       int4("entity tag");
       const int parametric = int4("parametric flag");
-      if (dim < 0 || dim > 3) s_.fail_at(block_at, fmt::format("expected entity dimension 0..3, found {}", dim));
-      if (parametric != 0 && parametric != 1) s_.fail_at(block_at, fmt::format("expected parametric flag 0 or 1, found {}", parametric));
+      if (dim < 0 || dim > 3)
+        s_.fail_at(block_at, fmt::format("expected entity dimension 0..3, found {}", dim));
+      if (parametric != 0 && parametric != 1)
+        s_.fail_at(block_at, fmt::format("expected parametric flag 0 or 1, found {}", parametric));
       const char* nb_at = s_.pos();
       const auto nb = count("number of nodes in the block", 8, 32);
       if (nb > total - tags.size())
@@ -354,7 +370,8 @@ class GmshReader {
         const char* coord_at = s_.pos();
         const std::size_t per = static_cast<std::size_t>(3 + extra);
         if (nb > s_.remaining() / (8 * per))
-          s_.fail(fmt::format("expected coordinates of {} nodes ({} bytes), but only {} bytes remain", nb, nb * per * 8, s_.remaining()));
+          s_.fail(fmt::format("expected coordinates of {} nodes ({} bytes), but only {} bytes remain", nb,
+                              nb * per * 8, s_.remaining()));
         if (extra == 0) {
           const std::size_t first_coord = xyz_.size();
           xyz_.resize(first_coord + 3 * nb);
@@ -384,7 +401,8 @@ class GmshReader {
       }
     }
     if (tags.size() != total)
-      s_.fail_at(at, fmt::format("the header announces {} nodes, but its blocks hold {}", total, tags.size()));
+      s_.fail_at(at,
+                 fmt::format("the header announces {} nodes, but its blocks hold {}", total, tags.size()));
     s_.expect_word("$EndNodes");
     index_.build(tags, xyz_);
     have_nodes_ = true;
@@ -392,7 +410,9 @@ class GmshReader {
 
   CellType element_type(int gmsh_type, const char* at) {
     const auto t = cell_type_from_gmsh(gmsh_type);
-    if (!t) s_.fail_at(at, fmt::format("unknown or unsupported element type {} (expected one of {})", gmsh_type, supported_types()));
+    if (!t)
+      s_.fail_at(at, fmt::format("unknown or unsupported element type {} (expected one of {})", gmsh_type,
+                                 supported_types()));
     return *t;
   }
 
@@ -428,8 +448,10 @@ class GmshReader {
         const auto ntags = s_.bin<std::int32_t>("number of element tags");
         const CellType type = element_type(gtype, h);
         if (nb < 0 || static_cast<std::uint64_t>(nb) > n - done)
-          s_.fail_at(h + 4, fmt::format("element block of {} elements exceeds the header's total of {}", nb, n));
-        if (ntags < 0 || ntags > 1000) s_.fail_at(h + 8, fmt::format("expected 0..1000 element tags, found {}", ntags));
+          s_.fail_at(h + 4,
+                     fmt::format("element block of {} elements exceeds the header's total of {}", nb, n));
+        if (ntags < 0 || ntags > 1000)
+          s_.fail_at(h + 8, fmt::format("expected 0..1000 element tags, found {}", ntags));
         const int k = cell_info(type).num_nodes;
         const std::size_t per = 4 * static_cast<std::size_t>(1 + ntags + k);
         s_.check_count(static_cast<std::uint64_t>(nb), per, "number of elements in the block", h + 4);
@@ -459,7 +481,8 @@ class GmshReader {
         const CellType type = element_type(s_.integer<int>("element type"), tp);
         const char* nt_at = s_.pos();
         const int ntags = s_.integer<int>("number of element tags");
-        if (ntags < 0 || ntags > 1000) s_.fail_at(nt_at, fmt::format("expected 0..1000 element tags, found {}", ntags));
+        if (ntags < 0 || ntags > 1000)
+          s_.fail_at(nt_at, fmt::format("expected 0..1000 element tags, found {}", ntags));
         int phys = 0;
         for (int t = 0; t < ntags; ++t) {
           const int v = s_.integer<int>("element tag");
@@ -494,7 +517,8 @@ class GmshReader {
     const auto blocks = count("number of element blocks", 8, 20);
     const char* total_at = s_.pos();
     const auto total = count("number of elements", 4, 16);
-    if (total > kMaxIndex) s_.fail_at(total_at, fmt::format("{} elements are too many for 32-bit indices", total));
+    if (total > kMaxIndex)
+      s_.fail_at(total_at, fmt::format("{} elements are too many for 32-bit indices", total));
     size8("minimum element tag");
     size8("maximum element tag");
     std::array<index_t, 32> nodes{};
@@ -508,22 +532,25 @@ class GmshReader {
       const char* tp = s_.pos();
       const CellType type = element_type(int4("element type"), tp);
       if (dim != cell_info(type).dim)
-        s_.fail_at(h, fmt::format("expected entity dimension {} for {} elements, found {}", cell_info(type).dim,
-                                  cell_info(type).name, dim));
+        s_.fail_at(h, fmt::format("expected entity dimension {} for {} elements, found {}",
+                                  cell_info(type).dim, cell_info(type).name, dim));
       const int k = cell_info(type).num_nodes;
       const char* nb_at = s_.pos();
       const auto nb = count("number of elements in the block", 2 * (k + 1), 8 * (k + 1));
       if (nb > total - done)
-        s_.fail_at(nb_at, fmt::format("element block of {} elements exceeds the header's total of {}", nb, total));
+        s_.fail_at(nb_at,
+                   fmt::format("element block of {} elements exceeds the header's total of {}", nb, total));
       const bool ghost = std::binary_search(ghost_tags_.begin(), ghost_tags_.end(), entity);
       const auto it = entity_physicals_.find({dim, entity});
-      const std::vector<int>& phys = (it == entity_physicals_.end() || it->second.empty()) ? no_physicals : it->second;
+      const std::vector<int>& phys =
+          (it == entity_physicals_.end() || it->second.empty()) ? no_physicals : it->second;
       // An element in several physical groups is stored once per group: bound the product so
       // that a small file cannot claim (elements × groups) beyond what real files hold.
       rows_ += nb * phys.size();
       if (rows_ > static_cast<std::uint64_t>(s_.end() - s_.begin()) / 2 + 1024)
-        s_.fail_at(h, fmt::format("{} elements in {} physical groups each are more than this file can describe", nb,
-                                  phys.size()));
+        s_.fail_at(
+            h, fmt::format("{} elements in {} physical groups each are more than this file can describe", nb,
+                           phys.size()));
       Bucket* b = ghost ? nullptr : &bucket(type, h);
       if (b) grow(*b, nb, k);
       if (s_.binary()) {
@@ -589,8 +616,8 @@ class GmshReader {
       } else if (d == tdim) {
         const Bucket& other = buckets_[static_cast<std::size_t>(*cell)];
         const Bucket& b = buckets_[t];
-        s_.fail_at(std::max(other.first, b.first),
-                   fmt::format("mixed cell types {} and {} are not supported", cell_info(*cell).name, cell_info(type).name));
+        s_.fail_at(std::max(other.first, b.first), fmt::format("mixed cell types {} and {} are not supported",
+                                                               cell_info(*cell).name, cell_info(type).name));
       }
     }
     if (!cell) s_.fail("expected at least one element, found none");
@@ -630,8 +657,10 @@ class GmshReader {
     const std::size_t nn = xyz_.size() / 3;
     int gdim = std::max(tdim, 1);
     for (std::size_t i = 0; i < nn && gdim < 3; ++i) {
-      if (xyz_[3 * i + 2] != 0.0) gdim = 3;
-      else if (xyz_[3 * i + 1] != 0.0) gdim = std::max(gdim, 2);
+      if (xyz_[3 * i + 2] != 0.0)
+        gdim = 3;
+      else if (xyz_[3 * i + 1] != 0.0)
+        gdim = std::max(gdim, 2);
     }
     d.gdim = gdim;
     if (gdim == 3) {

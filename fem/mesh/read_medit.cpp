@@ -19,10 +19,10 @@ struct Section {
   CellType type;
 };
 constexpr std::array<Section, 5> kElementSections{{{"Edges", CellType::line2},
-                                                    {"Triangles", CellType::tri3},
-                                                    {"Quadrilaterals", CellType::quad4},
-                                                    {"Tetrahedra", CellType::tet4},
-                                                    {"Hexahedra", CellType::hex8}}};
+                                                   {"Triangles", CellType::tri3},
+                                                   {"Quadrilaterals", CellType::quad4},
+                                                   {"Tetrahedra", CellType::tet4},
+                                                   {"Hexahedra", CellType::hex8}}};
 
 /// Sections read and dropped: keyword and numbers per item (-1: the space dimension).
 struct Skipped {
@@ -30,22 +30,22 @@ struct Skipped {
   int numbers;
 };
 constexpr std::array<Skipped, 17> kSkipped{{{"Corners", 1},
-                                             {"RequiredVertices", 1},
-                                             {"Ridges", 1},
-                                             {"RequiredEdges", 1},
-                                             {"RequiredTriangles", 1},
-                                             {"RequiredQuadrilaterals", 1},
-                                             {"RequiredTetrahedra", 1},
-                                             {"RequiredHexahedra", 1},
-                                             {"Normals", -1},
-                                             {"Tangents", -1},
-                                             {"NormalAtVertices", 2},
-                                             {"TangentAtVertices", 2},
-                                             {"NormalAtTriangleVertices", 3},
-                                             {"NormalAtQuadrilateralVertices", 3},
-                                             {"TangentAtEdgeVertices", 3},
-                                             {"TangentAtEdges", 3},
-                                             {"Crack", 2}}};
+                                            {"RequiredVertices", 1},
+                                            {"Ridges", 1},
+                                            {"RequiredEdges", 1},
+                                            {"RequiredTriangles", 1},
+                                            {"RequiredQuadrilaterals", 1},
+                                            {"RequiredTetrahedra", 1},
+                                            {"RequiredHexahedra", 1},
+                                            {"Normals", -1},
+                                            {"Tangents", -1},
+                                            {"NormalAtVertices", 2},
+                                            {"TangentAtVertices", 2},
+                                            {"NormalAtTriangleVertices", 3},
+                                            {"NormalAtQuadrilateralVertices", 3},
+                                            {"TangentAtEdgeVertices", 3},
+                                            {"TangentAtEdges", 3},
+                                            {"Crack", 2}}};
 
 struct Elements {
   std::vector<index_t> nodes;
@@ -60,11 +60,13 @@ class MeditReader {
   Mesh read() {
     skip_comments();
     if (s_.at_end()) s_.fail("empty file: expected 'MeshVersionFormatted'");
-    if (s_.peek_token() != "MeshVersionFormatted") s_.expected("'MeshVersionFormatted' (not a MEDIT mesh file)");
+    if (s_.peek_token() != "MeshVersionFormatted")
+      s_.expected("'MeshVersionFormatted' (not a MEDIT mesh file)");
     s_.token();
     const char* vat = s_.pos();
     const int version = s_.integer<int>("MEDIT version");
-    if (version < 1 || version > 4) s_.fail_at(vat, fmt::format("expected MEDIT version 1..4, found {}", version));
+    if (version < 1 || version > 4)
+      s_.fail_at(vat, fmt::format("expected MEDIT version 1..4, found {}", version));
     for (;;) {
       skip_comments();
       if (s_.at_end()) s_.fail("expected 'End', found end of file");
@@ -74,7 +76,8 @@ class MeditReader {
       if (word == "Dimension") {
         const char* dat = s_.pos();
         gdim_ = s_.integer<int>("dimension");
-        if (gdim_ != 2 && gdim_ != 3) s_.fail_at(dat, fmt::format("expected dimension 2 or 3, found {}", gdim_));
+        if (gdim_ != 2 && gdim_ != 3)
+          s_.fail_at(dat, fmt::format("expected dimension 2 or 3, found {}", gdim_));
       } else if (word == "Vertices") {
         read_vertices(at);
       } else if (auto t = element_section(word)) {
@@ -93,8 +96,10 @@ class MeditReader {
   void skip_comments() {
     for (;;) {
       s_.skip_space();
-      if (!s_.at_end() && *s_.pos() == '#') s_.skip_line();
-      else return;
+      if (!s_.at_end() && *s_.pos() == '#')
+        s_.skip_line();
+      else
+        return;
     }
   }
 
@@ -171,10 +176,12 @@ class MeditReader {
     for (std::size_t t = 0; t < elements_.size(); ++t) {
       if (elements_[t].refs.empty()) continue;
       const auto type = static_cast<CellType>(t);
-      if (!cell || cell_info(type).dim > cell_info(*cell).dim) cell = type;
+      if (!cell || cell_info(type).dim > cell_info(*cell).dim)
+        cell = type;
       else if (cell_info(type).dim == cell_info(*cell).dim)
         s_.fail_at(std::max(elements_[t].first, elements_[static_cast<std::size_t>(*cell)].first),
-                   fmt::format("mixed cell types {} and {} are not supported", cell_info(*cell).name, cell_info(type).name));
+                   fmt::format("mixed cell types {} and {} are not supported", cell_info(*cell).name,
+                               cell_info(type).name));
     }
     if (!cell) s_.fail("expected at least one element section, found none");
     Mesh::Data d;

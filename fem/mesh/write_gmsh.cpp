@@ -31,8 +31,10 @@ class Out {
     return *this;
   }
   void eol() {
-    if (!s_.empty() && s_.back() == ' ') s_.back() = '\n';
-    else s_.push_back('\n');
+    if (!s_.empty() && s_.back() == ' ')
+      s_.back() = '\n';
+    else
+      s_.push_back('\n');
   }
   template <class T>
   Out& raw(T v) {
@@ -67,7 +69,7 @@ struct Entity {
 };
 
 struct Block {
-  int entity;        // index into entities
+  int entity;  // index into entities
   CellType type;
   std::size_t first;  // first row in cells (facet == false) or facets
   std::size_t count;
@@ -82,7 +84,8 @@ std::string to_gmsh(const Mesh& mesh, const GmshWriteOptions& options) {
   const int tdim = mesh.tdim();
   const int gdim = mesh.gdim();
   const CellType ct = mesh.cell_type(), ft = mesh.facet_info().type;
-  const auto nc = static_cast<std::size_t>(mesh.num_cells()), nf = static_cast<std::size_t>(mesh.num_facets());
+  const auto nc = static_cast<std::size_t>(mesh.num_cells()),
+             nf = static_cast<std::size_t>(mesh.num_facets());
   const auto nn = static_cast<std::size_t>(mesh.num_nodes());
 
   // Entities and blocks: runs of equal tags, cells first.
@@ -112,7 +115,8 @@ std::string to_gmsh(const Mesh& mesh, const GmshWriteOptions& options) {
   auto element_rows = [&](const Block& b) { return b.facet ? mesh.facets() : mesh.cells(); };
 
   Out o(binary, binary && options.byte_order != std::endian::native);
-  o.text(version == GmshVersion::msh41 ? "$MeshFormat\n4.1 " : "$MeshFormat\n2.2 ").text(binary ? "1 8\n" : "0 8\n");
+  o.text(version == GmshVersion::msh41 ? "$MeshFormat\n4.1 " : "$MeshFormat\n2.2 ")
+      .text(binary ? "1 8\n" : "0 8\n");
   if (binary) o.raw(std::int32_t{1}).text("\n");
   o.text("$EndMeshFormat\n");
   if (!mesh.names().empty()) {
@@ -208,7 +212,10 @@ std::string to_gmsh(const Mesh& mesh, const GmshWriteOptions& options) {
       const CellType type = facet ? ft : ct;
       const auto& info = cell_info(type);
       const std::size_t n = facet ? nf : nc;
-      if (binary && n > 0) o.raw(static_cast<std::int32_t>(info.gmsh_type)).raw(static_cast<std::int32_t>(n)).raw(std::int32_t{2});
+      if (binary && n > 0)
+        o.raw(static_cast<std::int32_t>(info.gmsh_type))
+            .raw(static_cast<std::int32_t>(n))
+            .raw(std::int32_t{2});
       for (const auto& b : blocks) {
         if (b.facet != facet) continue;
         const auto rows = element_rows(b);
@@ -237,7 +244,8 @@ void write_gmsh(const Mesh& mesh, const std::filesystem::path& file, bool binary
   std::FILE* f = std::fopen(file.c_str(), "wb");
   if (!f) throw Error(fmt::format("cannot write '{}': {}", file.string(), std::strerror(errno)));
   const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  if (std::fclose(f) != 0 || !ok) throw Error(fmt::format("cannot write '{}': {}", file.string(), std::strerror(errno)));
+  if (std::fclose(f) != 0 || !ok)
+    throw Error(fmt::format("cannot write '{}': {}", file.string(), std::strerror(errno)));
 }
 
 }  // namespace fem::mesh

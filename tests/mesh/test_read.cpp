@@ -52,18 +52,17 @@ struct Format {
   bool binary;
   std::endian order;
 };
-const Format kFormats[] = {{GmshVersion::msh22, false, std::endian::native},
-                           {GmshVersion::msh22, true, std::endian::native},
-                           {GmshVersion::msh41, false, std::endian::native},
-                           {GmshVersion::msh41, true, std::endian::native},
-                           {GmshVersion::msh22, true, std::endian::big},
-                           {GmshVersion::msh41, true, std::endian::big}};
+const Format kFormats[] = {
+    {GmshVersion::msh22, false, std::endian::native}, {GmshVersion::msh22, true, std::endian::native},
+    {GmshVersion::msh41, false, std::endian::native}, {GmshVersion::msh41, true, std::endian::native},
+    {GmshVersion::msh22, true, std::endian::big},     {GmshVersion::msh41, true, std::endian::big}};
 
 TEST(ReadGmsh, GeneratedMeshesRoundTripExactlyInEveryFormat) {
   for (const Mesh& m : generated())
     for (const Format& f : kFormats) {
-      SCOPED_TRACE(fmt::format("{} v{} binary={} big={}", m.source(), f.version == GmshVersion::msh41 ? "4.1" : "2.2",
-                               f.binary, f.order == std::endian::big));
+      SCOPED_TRACE(fmt::format("{} v{} binary={} big={}", m.source(),
+                               f.version == GmshVersion::msh41 ? "4.1" : "2.2", f.binary,
+                               f.order == std::endian::big));
       const std::string bytes = fem::mesh::to_gmsh(m, GmshWriteOptions{f.version, f.binary, f.order});
       const Mesh r = fem::mesh::read_gmsh(bytes, "roundtrip.msh");
       expect_same(m, r);
@@ -150,7 +149,8 @@ TEST(ReadGmsh, TagsEntitiesAndNonContiguousNodes) {
   EXPECT_EQ(m.cell_tags()[0], 9);
   // two triangles, each in physical groups 5 and 11: four tagged facets
   ASSERT_EQ(m.num_facets(), 4);
-  EXPECT_EQ((std::vector<int>(m.facet_tags().begin(), m.facet_tags().end())), (std::vector<int>{5, 11, 5, 11}));
+  EXPECT_EQ((std::vector<int>(m.facet_tags().begin(), m.facet_tags().end())),
+            (std::vector<int>{5, 11, 5, 11}));
   EXPECT_EQ((std::vector<int>(m.facet(1).begin(), m.facet(1).end())), (std::vector<int>{1, 0, 2}));
   EXPECT_EQ(m.tag_of("outer"), 5);
   EXPECT_EQ(m.name_of(3, 9), "domain");
@@ -162,12 +162,13 @@ TEST(ReadGmsh, TagsEntitiesAndNonContiguousNodes) {
 TEST(ReadGmsh, SparseAndRepeatedNodeTags) {
   for (std::uint64_t big : {std::uint64_t{7}, std::uint64_t{1} << 40}) {
     const std::string t = std::to_string(big);
-    const std::string v41 = "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\n2 5 3 " + t +
-                            "\n2 1 0 3\n3\n" + t + "\n5\n0 0 0\n1 0 0\n0 1 0\n2 2 0 2\n" + t +
+    const std::string v41 = "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\n2 5 3 " + t + "\n2 1 0 3\n3\n" +
+                            t + "\n5\n0 0 0\n1 0 0\n0 1 0\n2 2 0 2\n" + t +
                             "\n3\n1 0 0\n0 0 0\n$EndNodes\n$Elements\n1 1 1 1\n2 1 2 1\n1 3 " + t +
                             " 5\n$EndElements\n";
-    const std::string v22 = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n4\n3 0 0 0\n" + t + " 1 0 0\n5 0 1 0\n" +
-                            t + " 1 0 0\n$EndNodes\n$Elements\n1\n1 2 2 0 1 3 " + t + " 5\n$EndElements\n";
+    const std::string v22 = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n4\n3 0 0 0\n" + t +
+                            " 1 0 0\n5 0 1 0\n" + t + " 1 0 0\n$EndNodes\n$Elements\n1\n1 2 2 0 1 3 " + t +
+                            " 5\n$EndElements\n";
     for (const std::string& file : {v41, v22}) {
       const Mesh m = fem::mesh::read_gmsh(file, "tags.msh");
       ASSERT_EQ(m.num_nodes(), 3) << big;
@@ -187,8 +188,10 @@ void expect_parse_error(std::string_view bytes, ParseError::Position kind, std::
                         bool medit = false) {
   const std::string name = "bad-input.msh";
   try {
-    if (medit) fem::mesh::read_medit(bytes, name);
-    else fem::mesh::read_gmsh(bytes, name);
+    if (medit)
+      fem::mesh::read_medit(bytes, name);
+    else
+      fem::mesh::read_gmsh(bytes, name);
     ADD_FAILURE() << "no ParseError for input of " << bytes.size() << " bytes";
   } catch (const ParseError& e) {
     const std::string what = e.what();
@@ -203,8 +206,8 @@ void expect_parse_error(std::string_view bytes, ParseError::Position kind, std::
 }
 
 std::string small_msh22() {
-  return "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n"  // lines 1-3
-         "$Nodes\n4\n1 0 0 0\n2 1 0 0\n3 1 1 0\n4 0 1 0\n$EndNodes\n"  // lines 4-10
+  return "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n"                                          // lines 1-3
+         "$Nodes\n4\n1 0 0 0\n2 1 0 0\n3 1 1 0\n4 0 1 0\n$EndNodes\n"                      // lines 4-10
          "$Elements\n3\n1 2 2 1 1 1 2 3\n2 2 2 1 1 1 3 4\n3 1 2 4 2 1 2\n$EndElements\n";  // 11-16
 }
 
@@ -270,7 +273,8 @@ TEST(ReadGmshBadInput, WrongCounts) {
   expect_parse_error(replace(small_msh22(), "$Nodes\n4\n", "$Nodes\n5\n"), ParseError::Position::line, 10);
   // fewer: a node line where $EndNodes belongs
   expect_parse_error(replace(small_msh22(), "$Nodes\n4\n", "$Nodes\n3\n"), ParseError::Position::line, 9);
-  expect_parse_error(replace(small_msh22(), "$Elements\n3\n", "$Elements\n4\n"), ParseError::Position::line, 16);
+  expect_parse_error(replace(small_msh22(), "$Elements\n3\n", "$Elements\n4\n"), ParseError::Position::line,
+                     16);
   const Mesh m = fem::mesh::rectangle(CellType::tri3, 2, 2);
   std::string v41 = fem::mesh::to_gmsh(m, false, GmshVersion::msh41);
   expect_parse_error(replace(v41, "$Nodes\n1 9 1 9\n", "$Nodes\n1 10 1 10\n"), ParseError::Position::line);
@@ -281,7 +285,8 @@ TEST(ReadGmshBadInput, WrongCounts) {
 TEST(ReadGmshBadInput, HugeCountInASmallFileFailsBeforeAllocating) {
   // 4 billion nodes (or elements, names, entities) cannot be held by what is left of a 1 KB file
   std::string pad(1000, ' ');
-  expect_parse_error("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n4000000000\n" + pad, ParseError::Position::line, 5);
+  expect_parse_error("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n4000000000\n" + pad,
+                     ParseError::Position::line, 5);
   expect_parse_error("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n18446744073709551615\n" + pad,
                      ParseError::Position::line, 5);
   expect_parse_error("$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n99999999999999999999999\n" + pad,
@@ -304,9 +309,11 @@ TEST(ReadGmshBadInput, HugeCountInASmallFileFailsBeforeAllocating) {
 }
 
 TEST(ReadGmshBadInput, UnknownElementType) {
-  expect_parse_error(replace(small_msh22(), "2 2 2 1 1 1 3 4", "2 99 2 1 1 1 3 4"), ParseError::Position::line, 14);
+  expect_parse_error(replace(small_msh22(), "2 2 2 1 1 1 3 4", "2 99 2 1 1 1 3 4"),
+                     ParseError::Position::line, 14);
   // prisms are Gmsh elements, but not supported here
-  expect_parse_error(replace(small_msh22(), "2 2 2 1 1 1 3 4", "2 6 2 1 1 1 3 4"), ParseError::Position::line, 14);
+  expect_parse_error(replace(small_msh22(), "2 2 2 1 1 1 3 4", "2 6 2 1 1 1 3 4"), ParseError::Position::line,
+                     14);
   const Mesh m = fem::mesh::rectangle(CellType::tri3, 1, 1);
   std::string bin = fem::mesh::to_gmsh(m, true, GmshVersion::msh22);
   const auto at = bin.find('\n', bin.find("$Elements\n") + 10) + 1;  // first block header: element type
@@ -316,13 +323,16 @@ TEST(ReadGmshBadInput, UnknownElementType) {
 }
 
 TEST(ReadGmshBadInput, NodeReferenceOutOfRange) {
-  expect_parse_error(replace(small_msh22(), "1 2 2 1 1 1 2 3", "1 2 2 1 1 1 2 5"), ParseError::Position::line, 13);
-  expect_parse_error(replace(small_msh22(), "1 2 2 1 1 1 2 3", "1 2 2 1 1 0 2 3"), ParseError::Position::line, 13);
-  expect_parse_error(replace(small_msh22(), "1 2 2 1 1 1 2 3", "1 2 2 1 1 -1 2 3"), ParseError::Position::line, 13);
+  expect_parse_error(replace(small_msh22(), "1 2 2 1 1 1 2 3", "1 2 2 1 1 1 2 5"), ParseError::Position::line,
+                     13);
+  expect_parse_error(replace(small_msh22(), "1 2 2 1 1 1 2 3", "1 2 2 1 1 0 2 3"), ParseError::Position::line,
+                     13);
+  expect_parse_error(replace(small_msh22(), "1 2 2 1 1 1 2 3", "1 2 2 1 1 -1 2 3"),
+                     ParseError::Position::line, 13);
   const Mesh m = fem::mesh::rectangle(CellType::tri3, 1, 1);
   std::string bin = fem::mesh::to_gmsh(m, true, GmshVersion::msh41);
   const auto end = bin.find("\n$EndElements");
-  const std::uint64_t bad = 5;  // the mesh has 4 nodes
+  const std::uint64_t bad = 5;                 // the mesh has 4 nodes
   std::memcpy(bin.data() + end - 8, &bad, 8);  // last node of the last element
   expect_parse_error(bin, ParseError::Position::byte, end - 8);
 }
@@ -348,7 +358,7 @@ TEST(ReadGmshBadInput, BrokenStructure) {
   expect_parse_error(replace(small_msh22(), "2.2 0 8", "2.2 0 4"), P::line, 2);
   expect_parse_error(replace(small_msh22(), "$EndNodes", "$EndNode"), P::line, 10);
   expect_parse_error(small_msh22().substr(0, small_msh22().find("$Elements")), P::line);  // no elements
-  expect_parse_error(replace(small_msh22(), "$Elements\n", "$Foo\n"), P::line, 11);       // section never ends
+  expect_parse_error(replace(small_msh22(), "$Elements\n", "$Foo\n"), P::line, 11);  // section never ends
   // a 2D mesh with a quad next to its triangles
   expect_parse_error(replace(small_msh22(), "2 2 2 1 1 1 3 4", "2 3 2 1 1 1 2 3 4"), P::line, 14);
   // the binary marker is neither 1 nor 1 byte-swapped

@@ -72,10 +72,14 @@ double measure(const Mesh& m, CellType type, std::span<const fem::index_t> v) {
       double e[3][3];
       for (int k = 0; k < 3; ++k)
         for (int d = 0; d < 3; ++d) e[k][d] = x(k + 1, d) - x(0, d);
-      return (e[0][0] * (e[1][1] * e[2][2] - e[1][2] * e[2][1]) - e[0][1] * (e[1][0] * e[2][2] - e[1][2] * e[2][0]) +
-              e[0][2] * (e[1][0] * e[2][1] - e[1][1] * e[2][0])) / 6.0;
+      return (e[0][0] * (e[1][1] * e[2][2] - e[1][2] * e[2][1]) -
+              e[0][1] * (e[1][0] * e[2][2] - e[1][2] * e[2][0]) +
+              e[0][2] * (e[1][0] * e[2][1] - e[1][1] * e[2][0])) /
+             6.0;
     }
-    default: ADD_FAILURE() << "no measure for this cell type"; return 0;
+    default:
+      ADD_FAILURE() << "no measure for this cell type";
+      return 0;
   }
 }
 
@@ -157,7 +161,8 @@ TEST(SampleMeshes, PlateWithHole) {
   EXPECT_NEAR(total_measure(m), 1 - pi * 0.04, 1e-3);
   for (auto c : m.cell_tags()) EXPECT_EQ(c, m.tag_of("domain", 2));
   EXPECT_NEAR(boundary_measure(m, "hole"), 2 * pi * 0.2, 1e-3);
-  for (const char* side : {"left", "right", "top", "bottom"}) EXPECT_NEAR(boundary_measure(m, side), 1.0, 1e-12);
+  for (const char* side : {"left", "right", "top", "bottom"})
+    EXPECT_NEAR(boundary_measure(m, side), 1.0, 1e-12);
   // every tagged facet belongs to exactly one named group
   std::map<int, int> per_tag;
   for (auto t : m.facet_tags()) ++per_tag[t];

@@ -53,7 +53,9 @@ class Scanner {
 
   // ---- ASCII --------------------------------------------------------------------------------
 
-  static bool is_space(char c) noexcept { return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f'; }
+  static bool is_space(char c) noexcept {
+    return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f';
+  }
 
   void skip_space() noexcept {
     while (p_ < end_ && is_space(*p_)) ++p_;
@@ -163,7 +165,8 @@ class Scanner {
   template <class T>
   T bin(std::string_view what) {
     if (remaining() < sizeof(T))
-      fail(fmt::format("expected {} ({} bytes), found end of file after {} bytes", what, sizeof(T), remaining()));
+      fail(fmt::format("expected {} ({} bytes), found end of file after {} bytes", what, sizeof(T),
+                       remaining()));
     T v;
     std::memcpy(&v, p_, sizeof(T));
     p_ += sizeof(T);
