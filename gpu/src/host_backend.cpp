@@ -151,12 +151,23 @@ class HostBackend final : public TableBackend<K, V> {
     unsigned long long added = 0;
     unsigned max_probe = c->max_probe, full = c->full;
     const auto nn = static_cast<std::int64_t>(n);
+    if (omp_get_max_threads() == 1) {  // plain loads and stores instead of atomics
+      HostAtomics::serial = true;
+      for (std::int64_t i = 0; i < nn; ++i) {
+        const ProbeResult r = body(i);
+        added += r.inserted;
+        max_probe = std::max(max_probe, r.probes);
+        full = std::max(full, unsigned(r.full));
+      }
+      HostAtomics::serial = false;
+    } else {
 #pragma omp parallel for schedule(static) reduction(+ : added) reduction(max : max_probe, full)
-    for (std::int64_t i = 0; i < nn; ++i) {
-      const ProbeResult r = body(i);
-      added += r.inserted;
-      max_probe = std::max(max_probe, r.probes);
-      full = std::max(full, unsigned(r.full));
+      for (std::int64_t i = 0; i < nn; ++i) {
+        const ProbeResult r = body(i);
+        added += r.inserted;
+        max_probe = std::max(max_probe, r.probes);
+        full = std::max(full, unsigned(r.full));
+      }
     }
     c->size += added;
     c->max_probe = max_probe;

@@ -83,12 +83,21 @@ struct HostAtomics {
   /// Returns the previous value.
   template <class T>
   static T cas(T* p, T expected, T desired) {
+    if (serial) {  // one thread: a lock-prefixed cmpxchg costs as much as the probe itself
+      const T old = *p;
+      if (old == expected) *p = desired;
+      return old;
+    }
     std::atomic_ref<T>(*p).compare_exchange_strong(expected, desired, std::memory_order_acq_rel,
                                                    std::memory_order_acquire);
     return expected;
   }
   template <class T>
   static void fetch_min(T* p, T v) {
+    if (serial) {
+      if (v < *p) *p = v;
+      return;
+    }
     std::atomic_ref<T> r(*p);
     T cur = r.load(std::memory_order_relaxed);
     while (v < cur && !r.compare_exchange_weak(cur, v, std::memory_order_acq_rel, std::memory_order_relaxed)) {
