@@ -11,5 +11,17 @@ void add_store_demo(CLI::App& app);
 void add_info(CLI::App& app);
 /// Registers `fem convert` (convert.cpp).
 void add_convert(CLI::App& app);
+/// Registers `fem poisson` (poisson.cpp).
+void add_poisson(CLI::App& app);
+/// Registers `fem heat` (heat.cpp).
+void add_heat(CLI::App& app);
+/// Registers `fem nonlinear` (nonlinear.cpp).
+void add_nonlinear(CLI::App& app);
+
+/// Thrown by a subcommand that has printed its own message and wants this exit status
+/// (e.g. 3: Newton did not converge).
+struct ExitCode {
+  int code = 1;
+};
 
 }  // namespace fem::app

@@ -3,6 +3,7 @@
 //   fem store-demo
 //   fem info gen:square-tri3:8 --json -
 //   fem convert gen:cube-tet4:4 cube.vtu
+//   fem poisson gen:square-tri3:32 --source -6 --dirichlet all=1+x*x+2*y*y --exact 1+x*x+2*y*y
 #include <cstdio>
 #include <exception>
 
@@ -15,10 +16,17 @@ int main(int argc, char** argv) {
   fem::app::add_store_demo(app);
   fem::app::add_info(app);
   fem::app::add_convert(app);
+#if FEM_APP_HAS_SOLVERS
+  fem::app::add_poisson(app);
+  fem::app::add_heat(app);
+  fem::app::add_nonlinear(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const fem::app::ExitCode& e) {
+    return e.code;
   } catch (const fem::Error& e) {
     std::fprintf(stderr, "fem: error: %s\n", e.what());
     return 1;

@@ -1,0 +1,189 @@
+// fem nonlinear: Newton's method on Bratu's problem -Δu = λ e^u or the quasilinear problem
+// -div((1 + u²)∇u) = f, with line search, Jacobian lagging and (Bratu) continuation in λ.
+//   fem nonlinear gen:square-tri3:32 --problem bratu --lambda 6
+//   fem nonlinear gen:square-tri3:32 --problem bratu --lambda 7 --continuation
+//   fem nonlinear gen:square-tri3:16 --problem quasilinear --source 0 --dirichlet all=1+x+2*y --exact 1+x+2*y
+// A run that does not converge prints the reason and exits with code 3.
+#include <fmt/core.h>
+
+#include <cmath>
+#include <memory>
+
+#include "commands.hpp"
+#include "fem/error.hpp"
+#include "fem/mesh/vtu.hpp"
+#include "fem/newton/assembled.hpp"
+#include "fem/newton/newton.hpp"
+#include "solver_common.hpp"
+
+namespace fem::app {
+namespace {
+
+struct NonlinearOptions {
+  CommonOptions common;
+  std::string problem = "bratu";
+  double lambda = 1.0;
+  bool continuation = false;
+  std::vector<std::string> dirichlet;
+  std::string source, exact;
+  int lag = 1, max_iterations = 50;
+  std::string line_search = "none";
+  double rtol = 1e-10, atol = 1e-10;
+};
+
+void run_nonlinear(const NonlinearOptions& o) {
+  const CommonOptions& c = o.common;
+  if (o.problem != "bratu" && (o.continuation || o.lambda != 1.0))
+    throw Error("--lambda and --continuation are for --problem bratu");
+  if (o.problem == "bratu" && !o.source.empty()) throw Error("--source is for --problem quasilinear");
+  apply_threads(c);
+  const solve::Options sopts = solve_options(c);
+  Store& store = fem::store();
+  Timings t;
+  const std::string mesh_key = load_and_publish(c.mesh, t, store);
+  const auto mesh = store.get<Mesh>(mesh_key);
+
+  std::vector<Expression> keep;
+  std::optional<Expression> source, exact;
+  if (!o.source.empty()) source.emplace("--source", o.source, mesh->gdim());
+  if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh->gdim());
+  const auto dirichlet =
+      dirichlet_conditions(*mesh, o.dirichlet.empty() ? std::vector<std::string>{"all=0"} : o.dirichlet, keep);
+
+  Stopwatch w;
+  const assembly::FunctionSpace V(mesh_key, c.order, 1, store);
+  const auto assembler = std::make_shared<const assembly::Assembler>(V);
+  t.connectivity = w.seconds();
+
+  w = Stopwatch();
+  const auto bc = assembly::dirichlet_values(V, dirichlet);
+  std::vector<double> u(V.num_dofs(), 0.0);
+  assembly::set_dirichlet(bc, u);
+  t.assemble = w.seconds();
+
+  auto form_at = [&](double lambda) {
+    if (o.problem == "bratu") return assembly::bratu(lambda);
+    const assembly::Function f = source ? source->function() : assembly::Function([](const double*) { return 0.0; });
+    return assembly::quasilinear([](double v) { return 1.0 + v * v; }, [](double v) { return 2.0 * v; }, f);
+  };
+  auto problem_at = [&](double lambda) {
+    return newton::assembled_problem(assembler, form_at(lambda), bc, "nonlinear", store);
+  };
+
+  newton::Options nopts;
+  nopts.atol = o.atol;
+  nopts.rtol = o.rtol;
+  nopts.max_iterations = o.max_iterations;
+  nopts.line_search = o.line_search == "backtracking" ? newton::LineSearch::backtracking : newton::LineSearch::none;
+  if (o.lag > 1) nopts.lagging = newton::Lagging::fixed(o.lag);
+  nopts.linear = sopts;
+  std::FILE* out = c.text();
+  if (c.show_text()) nopts.monitor = newton::text_monitor(out);
+
+  // Newton assembles, factorizes and solves in one loop: its wall time is reported as `solve`.
+  w = Stopwatch();
+  newton::Result result;
+  std::optional<newton::ContinuationResult> cont;
+  if (o.continuation) {
+    newton::ContinuationOptions copts;
+    copts.start = 0.0;
+    copts.end = o.lambda;
+    copts.step = o.lambda / 10;
+    copts.min_step = std::abs(o.lambda) * 1e-4;
+    cont = newton::continuation(problem_at, u, copts, nopts);
+    if (!cont->results.empty()) result = cont->results.back();
+    result.converged = cont->reached_end;
+    if (!cont->reached_end) result.reason = newton::Reason::diverged_line_search;
+  } else {
+    result = newton::solve(problem_at(o.lambda), u, nopts);
+  }
+  t.solve = w.seconds();
+
+  assembly::Errors err;
+  if (exact) err = assembly::errors(*assembler, u, exact->vector_function());
+  if (!c.output.empty()) {
+    w = Stopwatch();
+    const auto nodal = node_values(V, u);
+    const mesh::Field fields[] = {{"u", 1, nodal}};
+    mesh::write_vtu(c.output, *mesh, fields);
+    t.write = w.seconds();
+  }
+
+  const bool converged = o.continuation ? cont->reached_end : result.converged;
+  const std::string reason =
+      o.continuation && !converged
+          ? fmt::format("continuation stopped at lambda = {} (step below the minimum)", cont->last_parameter)
+          : std::string(newton::to_string(result.reason));
+  if (!c.json.empty()) {
+    nlohmann::json j;
+    j["command"] = "nonlinear";
+    j["problem"] = o.problem;
+    j["mesh"] = mesh_json(*mesh);
+    j["order"] = c.order;
+    j["dofs"] = V.num_dofs();
+    j["timings"] = timings_json(t);
+    j["cache"] = cache_json(store);
+    j["solution"] = range_json(u);
+    j["newton"] = {{"iterations", result.iterations},
+                   {"converged", converged},
+                   {"reason", reason},
+                   {"jacobian_refreshes", result.jacobian_refreshes},
+                   {"initial_residual_norm", result.initial_residual_norm},
+                   {"residual_norm", result.residual_norm}};
+    if (o.problem == "bratu") j["lambda"] = o.lambda;
+    if (cont)
+      j["continuation"] = {{"last_lambda", cont->last_parameter},
+                           {"reached_end", cont->reached_end},
+                           {"parameters", cont->parameters},
+                           {"failures", cont->failures}};
+    if (exact) j["error"] = {{"l2", err.l2}, {"h1", err.h1}};
+    if (!c.output.empty()) j["output"] = c.output;
+    write_json(c.json, j);
+  }
+  if (c.show_text()) {
+    fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", mesh->source(), mesh->num_nodes(),
+               mesh->num_cells(), mesh->cell_info().name);
+    fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), V.num_dofs(), bc.dofs.size());
+    fmt::print(out, "newton      {} after {} iterations, {} Jacobian refreshes, |F| = {:.3e}\n", reason,
+               result.iterations, result.jacobian_refreshes, result.residual_norm);
+    if (cont)
+      fmt::print(out, "lambda      last converged {} of {} ({} steps, {} failures)\n", cont->last_parameter,
+                 o.lambda, cont->parameters.size(), cont->failures);
+    const auto r = range_json(u);
+    fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", r["min"].get<double>(), r["max"].get<double>());
+    if (exact) fmt::print(out, "error       L2 {:.6e}, H1 {:.6e}\n", err.l2, err.h1);
+    if (!c.output.empty()) fmt::print(out, "output      {}\n", c.output);
+    print_timings(out, t, store);
+  }
+  if (!converged) {
+    std::fprintf(stderr, "fem: nonlinear: not converged: %s after %d iterations\n", reason.c_str(),
+                 result.iterations);
+    throw ExitCode{3};
+  }
+}
+
+}  // namespace
+
+void add_nonlinear(CLI::App& app) {
+  auto* cmd = app.add_subcommand("nonlinear", "Newton's method on Bratu's or a quasilinear problem");
+  auto o = std::make_shared<NonlinearOptions>();
+  add_common_options(*cmd, o->common);
+  cmd->add_option("--problem", o->problem, "bratu: -Δu = λ e^u; quasilinear: -div((1+u²)∇u) = f")
+      ->check(CLI::IsMember({"bratu", "quasilinear"}));
+  cmd->add_option("--lambda", o->lambda, "λ of Bratu's problem (default 1)");
+  cmd->add_flag("--continuation", o->continuation, "Bratu: continue in λ from 0 up to --lambda");
+  cmd->add_option("--source", o->source, "quasilinear: f as an expression in x, y, z (default 0)");
+  cmd->add_option("--dirichlet", o->dirichlet, "u = EXPR on facets: TAG=EXPR (default all=0)");
+  cmd->add_option("--exact", o->exact, "exact solution: print its L2 and H1 errors");
+  cmd->add_option("--lag", o->lag, "refresh the Jacobian every K iterations (1: full Newton)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--line-search", o->line_search, "none or backtracking (Armijo)")
+      ->check(CLI::IsMember({"none", "backtracking"}));
+  cmd->add_option("--max-iterations", o->max_iterations, "Newton iterations at most")->check(CLI::PositiveNumber);
+  cmd->add_option("--rtol", o->rtol, "residual tolerance relative to the initial residual");
+  cmd->add_option("--atol", o->atol, "absolute residual tolerance");
+  cmd->add_option("--output", o->common.output, "write the solution to FILE.vtu (point data u)");
+  cmd->callback([o] { run_nonlinear(*o); });
+}
+
+}  // namespace fem::app

@@ -1,0 +1,339 @@
+// Shared pieces of the solver subcommands: expressions, tags, options, timings, JSON.
+#include "solver_common.hpp"
+
+#include <fmt/format.h>
+#include <muParser.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include "fem/error.hpp"
+#include "load_mesh.hpp"
+
+namespace fem::app {
+
+namespace {
+
+std::atomic<std::uint64_t> next_expression_id{1};
+
+/// One thread's parser for one expression, with its variables.
+struct LocalParser {
+  mu::Parser parser;
+  double x = 0, y = 0, z = 0, t = 0;
+  explicit LocalParser(const std::string& text) {
+    parser.DefineVar("x", &x);
+    parser.DefineVar("y", &y);
+    parser.DefineVar("z", &z);
+    parser.DefineVar("t", &t);
+    parser.DefineConst("pi", 3.14159265358979323846);
+    parser.SetExpr(text);
+  }
+};
+
+}  // namespace
+
+Expression::Expression(std::string option, std::string text, int gdim) : state_(std::make_shared<State>()) {
+  state_->text = std::move(text);
+  state_->gdim = gdim;
+  state_->id = next_expression_id++;
+  try {
+    LocalParser p(state_->text);
+    const double v = p.parser.Eval();
+    (void)v;
+    const auto used = p.parser.GetUsedVar();
+    state_->constant = used.empty();
+    state_->uses_t = used.count("t") > 0;
+  } catch (const mu::Parser::exception_type& e) {
+    throw Error(fmt::format("{} '{}': bad expression: {}", option, state_->text, e.GetMsg()));
+  }
+}
+
+double Expression::operator()(const double* x) const {
+  thread_local std::unordered_map<std::uint64_t, std::unique_ptr<LocalParser>> parsers;
+  auto& p = parsers[state_->id];
+  if (!p) p = std::make_unique<LocalParser>(state_->text);
+  const int d = state_->gdim;
+  p->x = d > 0 ? x[0] : 0.0;
+  p->y = d > 1 ? x[1] : 0.0;
+  p->z = d > 2 ? x[2] : 0.0;
+  p->t = state_->t.load(std::memory_order_relaxed);
+  return p->parser.Eval();
+}
+
+assembly::Function Expression::function() const {
+  return [e = *this](const double* x) { return e(x); };
+}
+
+assembly::VectorFunction Expression::vector_function() const {
+  return [e = *this](const double* x, double* v) { v[0] = e(x); };
+}
+
+TaggedExpression split_tagged(const std::string& option, const std::string& value) {
+  const auto eq = value.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+    throw Error(fmt::format("{} '{}': expected TAG=VALUE (TAG: a physical name, a number or 'all')", option,
+                            value));
+  return {value.substr(0, eq), value.substr(eq + 1)};
+}
+
+namespace {
+
+std::string names_in(const Mesh& mesh, int dim) {
+  std::set<int> tags;
+  for (int t : dim == mesh.tdim() ? mesh.cell_tags() : mesh.facet_tags()) tags.insert(t);
+  std::string s;
+  for (int t : tags) {
+    const auto name = mesh.name_of(dim, t);
+    s += fmt::format("{}{}{}", s.empty() ? "" : ", ", t, name.empty() ? "" : fmt::format(" ({})", name));
+  }
+  return s.empty() ? "none" : s;
+}
+
+int resolve_tag(const Mesh& mesh, int dim, const std::string& option, const std::string& tag, const char* what) {
+  int number = 0;
+  const auto [p, ec] = std::from_chars(tag.data(), tag.data() + tag.size(), number);
+  if (ec == std::errc() && p == tag.data() + tag.size()) return number;
+  if (const auto t = mesh.tag_of(tag, dim)) return *t;
+  throw Error(fmt::format("{}: unknown {} tag '{}' in mesh '{}' (its {} tags: {})", option, what, tag,
+                          mesh.source(), what, names_in(mesh, dim)));
+}
+
+}  // namespace
+
+int facet_tag(const Mesh& mesh, const std::string& option, const std::string& tag) {
+  return resolve_tag(mesh, mesh.tdim() - 1, option, tag, "facet");
+}
+
+int cell_tag(const Mesh& mesh, const std::string& option, const std::string& tag) {
+  return resolve_tag(mesh, mesh.tdim(), option, tag, "cell");
+}
+
+std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh, const std::vector<std::string>& values,
+                                                      std::vector<Expression>& keep) {
+  std::vector<assembly::Dirichlet> out;
+  for (const auto& v : values) {
+    const auto [tag, expr] = split_tagged("--dirichlet", v);
+    keep.emplace_back("--dirichlet " + tag, expr, mesh.gdim());
+    assembly::Dirichlet d;
+    d.where = tag == "all" ? assembly::FacetSet::all()
+                           : assembly::FacetSet::tagged({facet_tag(mesh, "--dirichlet", tag)});
+    d.value = keep.back().function();
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::vector<std::string>& values,
+                                                  std::vector<Expression>& keep) {
+  std::vector<assembly::Neumann> out;
+  for (const auto& v : values) {
+    const auto [tag, expr] = split_tagged("--neumann", v);
+    keep.emplace_back("--neumann " + tag, expr, mesh.gdim());
+    std::vector<int> tags;
+    if (tag == "all") {
+      const std::set<int> all(mesh.facet_tags().begin(), mesh.facet_tags().end());
+      tags.assign(all.begin(), all.end());
+    } else {
+      tags.push_back(facet_tag(mesh, "--neumann", tag));
+    }
+    if (!tags.empty()) out.push_back(assembly::Neumann::scalar(std::move(tags), keep.back().function()));
+  }
+  return out;
+}
+
+assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values) {
+  std::optional<Expression> everywhere;
+  std::map<int, double> per_tag;
+  for (const auto& v : values) {
+    const auto [tag, expr] = split_tagged("--coefficient", v);
+    Expression e("--coefficient " + tag, expr, mesh.gdim());
+    if (tag == "all") {
+      everywhere = e;
+      continue;
+    }
+    if (!e.is_constant())
+      throw Error(fmt::format("--coefficient {}='{}': a value per tag must be a constant (only 'all' may "
+                              "depend on x, y, z)",
+                              tag, expr));
+    per_tag[cell_tag(mesh, "--coefficient", tag)] = e(nullptr);
+  }
+  if (per_tag.empty()) {
+    if (!everywhere) return assembly::Coefficient(1.0);
+    if (everywhere->is_constant()) return assembly::Coefficient((*everywhere)(nullptr));
+    return assembly::Coefficient::function(everywhere->function());
+  }
+  if (everywhere && !everywhere->is_constant())
+    throw Error("--coefficient all=EXPR depending on x, y, z cannot be combined with values per tag");
+  return assembly::Coefficient::per_tag(std::move(per_tag), everywhere ? (*everywhere)(nullptr) : 1.0);
+}
+
+void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
+  cmd.add_option("mesh", o.mesh, "mesh file, or gen:square-tri3:N, gen:cube-tet4:N, ...")->required();
+  if (with_order)
+    cmd.add_option("--order", o.order, "polynomial degree of the Lagrange space")
+        ->check(CLI::IsMember({1, 2}));
+  cmd.add_option("--solver", o.solver, "direct solver")
+      ->check(CLI::IsMember({"auto", "cholmod", "umfpack", "klu", "ldlt", "lu"}));
+  cmd.add_option("--ordering", o.ordering, "fill-reducing ordering")
+      ->check(CLI::IsMember({"auto", "amd", "colamd", "metis", "natural"}));
+  cmd.add_option("--threads", o.threads, "assembly threads (OpenMP; 0: its default)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--json", o.json,
+                 "write the results as JSON to FILE ('-': standard output; the text then goes to standard error)");
+  cmd.add_flag("--quiet,-q", o.quiet, "print nothing but errors (and the JSON)");
+}
+
+void apply_threads(const CommonOptions& o) {
+  if (o.threads > 0) omp_set_num_threads(o.threads);
+}
+
+solve::Options solve_options(const CommonOptions& o) {
+  solve::Options s;
+  using B = solve::Backend;
+  using R = solve::Ordering;
+  const std::map<std::string, B> backends{{"auto", B::automatic}, {"cholmod", B::cholmod}, {"umfpack", B::umfpack},
+                                          {"klu", B::klu},         {"ldlt", B::ldlt},       {"lu", B::lu}};
+  const std::map<std::string, R> orderings{
+      {"auto", R::automatic}, {"amd", R::amd}, {"colamd", R::colamd}, {"metis", R::metis}, {"natural", R::natural}};
+  s.backend = backends.at(o.solver);
+  s.ordering = orderings.at(o.ordering);
+  if (!solve::available(s.backend))
+    throw Error(fmt::format("--solver {}: not available in this build", o.solver));
+  if (!solve::available(s.ordering))
+    throw Error(fmt::format("--ordering {}: not available in this build", o.ordering));
+  return s;
+}
+
+std::string load_and_publish(const std::string& spec, Timings& t, Store& store) {
+  Stopwatch w;
+  Mesh m = load_mesh(spec);
+  std::string stem = spec.rfind("gen:", 0) == 0 ? spec.substr(4) : std::filesystem::path(spec).stem().string();
+  std::replace(stem.begin(), stem.end(), ':', '_');
+  const std::string key = "mesh/" + stem;
+  store.put(key, std::move(m));
+  t.read_mesh = w.seconds();
+  return key;
+}
+
+nlohmann::json mesh_json(const Mesh& mesh) {
+  return {{"source", mesh.source()},
+          {"nodes", mesh.num_nodes()},
+          {"cells", mesh.num_cells()},
+          {"cell_type", std::string(mesh.cell_info().name)}};
+}
+
+nlohmann::json timings_json(const Timings& t) {
+  return {{"read_mesh", t.read_mesh}, {"connectivity", t.connectivity}, {"assemble", t.assemble},
+          {"factorize", t.factorize}, {"solve", t.solve},               {"write", t.write}};
+}
+
+namespace {
+const char* const counter_names[][2] = {{"pattern_builds", "assembly.pattern_builds"},
+                                        {"pattern_hits", "assembly.pattern_hits"},
+                                        {"symbolic_analyses", "solve.symbolic_analyses"},
+                                        {"factorizations", "solve.factorizations"},
+                                        {"solves", "solve.solves"},
+                                        {"cache_hits", "solve.cache_hits"}};
+}
+
+nlohmann::json cache_json(const Store& store) {
+  nlohmann::json j;
+  for (const auto& [short_name, name] : counter_names) j[short_name] = store.counter(name);
+  return j;
+}
+
+nlohmann::json range_json(std::span<const double> u) {
+  if (u.empty()) return {{"min", 0.0}, {"max", 0.0}};
+  const auto [lo, hi] = std::minmax_element(u.begin(), u.end());
+  return {{"min", *lo}, {"max", *hi}};
+}
+
+void print_timings(std::FILE* out, const Timings& t, const Store& store) {
+  fmt::print(out, "\nphase          seconds\n");
+  for (const auto& [name, s] : {std::pair{"read_mesh", t.read_mesh}, {"connectivity", t.connectivity},
+                                {"assemble", t.assemble}, {"factorize", t.factorize}, {"solve", t.solve},
+                                {"write", t.write}})
+    fmt::print(out, "{:<14} {:>9.4f}\n", name, s);
+  fmt::print(out, "cache         ");
+  for (const auto& [short_name, name] : counter_names) fmt::print(out, " {}={}", name, store.counter(name));
+  fmt::print(out, "\n");
+}
+
+void write_json(const std::string& file, const nlohmann::json& j) {
+  if (file.empty()) return;
+  const std::string text = j.dump(2) + "\n";
+  if (file == "-") {
+    std::cout << text << std::flush;
+    return;
+  }
+  std::ofstream out(file);
+  out << text;
+  out.close();
+  if (!out) throw Error(fmt::format("cannot write '{}'", file));
+}
+
+std::vector<double> node_values(const assembly::FunctionSpace& V, std::span<const double> u) {
+  const Mesh& mesh = V.mesh();
+  const auto& dm = V.dofmap();
+  std::vector<double> out(mesh.num_nodes(), 0.0);
+  const int mesh_npc = mesh.cell_info().num_nodes, nv = mesh.cell_info().num_vertices;
+  const bool same_nodes = dm.nodes_per_cell == mesh_npc;
+  for (index_t c = 0; c < mesh.num_cells(); ++c) {
+    const auto cell = mesh.cell(c);
+    double mean = 0;
+    for (int i = 0; i < nv; ++i) mean += u[dm.cell_nodes[c * dm.nodes_per_cell + i]];
+    mean /= nv;
+    for (int i = 0; i < mesh_npc; ++i)
+      out[cell[i]] = (i < nv || same_nodes) ? u[dm.cell_nodes[c * dm.nodes_per_cell + i]] : mean;
+  }
+  return out;
+}
+
+std::vector<double> p1_gradient(const assembly::FunctionSpace& V, std::span<const double> u) {
+  const Mesh& mesh = V.mesh();
+  const int d = mesh.gdim(), td = mesh.tdim();
+  const auto type = mesh.cell_type();
+  if (d != td || !(type == CellType::tri3 || type == CellType::tet4 || type == CellType::line2)) return {};
+  const auto& dm = V.dofmap();
+  const auto X = mesh.coords();
+  std::vector<double> g(static_cast<std::size_t>(mesh.num_cells()) * d, 0.0);
+  for (index_t c = 0; c < mesh.num_cells(); ++c) {
+    const auto cell = mesh.cell(c);
+    double J[3][3] = {}, du[3] = {};
+    for (int k = 0; k < d; ++k) {
+      for (int r = 0; r < d; ++r) J[k][r] = X[cell[k + 1] * d + r] - X[cell[0] * d + r];  // row k: edge k
+      du[k] = u[dm.cell_nodes[c * dm.nodes_per_cell + k + 1]] - u[dm.cell_nodes[c * dm.nodes_per_cell]];
+    }
+    // Solve J grad = du (rows: edges) by Cramer's rule.
+    double* gc = g.data() + static_cast<std::size_t>(c) * d;
+    if (d == 1) {
+      gc[0] = du[0] / J[0][0];
+    } else if (d == 2) {
+      const double det = J[0][0] * J[1][1] - J[0][1] * J[1][0];
+      gc[0] = (du[0] * J[1][1] - J[0][1] * du[1]) / det;
+      gc[1] = (J[0][0] * du[1] - du[0] * J[1][0]) / det;
+    } else {
+      auto det3 = [](const double A[3][3]) {
+        return A[0][0] * (A[1][1] * A[2][2] - A[1][2] * A[2][1]) - A[0][1] * (A[1][0] * A[2][2] - A[1][2] * A[2][0]) +
+               A[0][2] * (A[1][0] * A[2][1] - A[1][1] * A[2][0]);
+      };
+      const double det = det3(J);
+      for (int col = 0; col < 3; ++col) {
+        double A[3][3];
+        for (int r = 0; r < 3; ++r)
+          for (int k = 0; k < 3; ++k) A[r][k] = k == col ? du[r] : J[r][k];
+        gc[col] = det3(A) / det;
+      }
+    }
+  }
+  return g;
+}
+
+}  // namespace fem::app

@@ -1,0 +1,127 @@
+// Shared pieces of the solver subcommands (poisson, heat, nonlinear): muparser expressions that
+// are safe to call from the assembly's OpenMP threads, TAG=VALUE options resolved against the
+// mesh's physical names, solver options, the phase timing table, cache counters and JSON output.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fem/assembly/assembly.hpp"
+#include "fem/mesh.hpp"
+#include "fem/solve/solve.hpp"
+#include "fem/store.hpp"
+
+namespace fem::app {
+
+/// A muparser expression in x, y, z and t. Parsed and checked once at construction (a bad
+/// expression is a fem::Error naming `option` and the text); evaluation uses one parser per
+/// thread, so the functions it makes may be called from OpenMP threads. t is shared by all
+/// copies and set with set_time() between assemblies.
+class Expression {
+ public:
+  Expression(std::string option, std::string text, int gdim);
+  const std::string& text() const noexcept { return state_->text; }
+  void set_time(double t) const { state_->t.store(t); }
+  double operator()(const double* x) const;
+  assembly::Function function() const;
+  assembly::VectorFunction vector_function() const;
+  /// A constant expression (no x, y, z, t) evaluated once, for per-tag coefficient values.
+  bool is_constant() const noexcept { return state_->constant; }
+  /// Whether it uses t.
+  bool uses_time() const noexcept { return state_->uses_t; }
+
+ private:
+  struct State {
+    std::string text;
+    int gdim = 2;
+    std::uint64_t id = 0;
+    std::atomic<double> t{0.0};
+    bool constant = false;
+    bool uses_t = false;
+  };
+  std::shared_ptr<State> state_;
+};
+
+/// One `TAG=EXPR` option value split at the first '='.
+struct TaggedExpression {
+  std::string tag;  ///< name, number or "all"
+  std::string expr;
+};
+TaggedExpression split_tagged(const std::string& option, const std::string& value);
+
+/// The facet tag of `tag` (a physical name of dimension tdim-1, or a number); a name the mesh
+/// lacks is a fem::Error naming it, the option and the facet names present.
+int facet_tag(const Mesh& mesh, const std::string& option, const std::string& tag);
+/// The same for cell tags.
+int cell_tag(const Mesh& mesh, const std::string& option, const std::string& tag);
+
+/// Dirichlet conditions from `--dirichlet TAG=EXPR` values.
+std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh, const std::vector<std::string>& values,
+                                                      std::vector<Expression>& keep);
+/// Neumann fluxes from `--neumann TAG=EXPR` values.
+std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::vector<std::string>& values,
+                                                  std::vector<Expression>& keep);
+/// The coefficient from `--coefficient TAG=VALUE` values (default 1; `all` sets the default).
+assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values);
+
+/// Wall-clock phases in the order of the table.
+struct Timings {
+  double read_mesh = 0, connectivity = 0, assemble = 0, factorize = 0, solve = 0, write = 0;
+};
+
+class Stopwatch {
+ public:
+  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+/// The options every solver subcommand has.
+struct CommonOptions {
+  std::string mesh;
+  int order = 1;
+  std::string solver = "auto", ordering = "auto";
+  int threads = 0;
+  std::string json;
+  std::string output;
+  bool quiet = false;
+  /// Human text goes to stdout, or to stderr when the JSON goes to stdout.
+  std::FILE* text() const { return json == "-" ? stderr : stdout; }
+  bool show_text() const { return !quiet; }
+};
+void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order = true);
+/// Applies --threads.
+void apply_threads(const CommonOptions& o);
+solve::Options solve_options(const CommonOptions& o);
+
+/// Load the mesh (timed as read_mesh) and publish it under `mesh/<stem>`; returns the key.
+std::string load_and_publish(const std::string& spec, Timings& t, Store& store = fem::store());
+
+/// JSON parts shared by every subcommand.
+nlohmann::json mesh_json(const Mesh& mesh);
+nlohmann::json timings_json(const Timings& t);
+nlohmann::json cache_json(const Store& store);
+nlohmann::json range_json(std::span<const double> u);
+/// Print the timing table and cache counters to `out`.
+void print_timings(std::FILE* out, const Timings& t, const Store& store);
+/// Write the JSON to the file, or stdout for "-"; nothing when `file` is empty.
+void write_json(const std::string& file, const nlohmann::json& j);
+
+/// The mesh-node values of a space's solution (P1: the DOFs in mesh node order; P2: the
+/// vertex DOFs), for output on the mesh itself. Mesh nodes that are not vertices get 0.
+std::vector<double> node_values(const assembly::FunctionSpace& V, std::span<const double> u);
+/// The cell-wise gradient of a P1 solution on simplices (gdim values per cell).
+std::vector<double> p1_gradient(const assembly::FunctionSpace& V, std::span<const double> u);
+
+}  // namespace fem::app
