@@ -60,7 +60,7 @@ double Expression::operator()(const double* x) const {
   thread_local std::unordered_map<std::uint64_t, std::unique_ptr<LocalParser>> parsers;
   auto& p = parsers[state_->id];
   if (!p) p = std::make_unique<LocalParser>(state_->text);
-  const int d = state_->gdim;
+  const int d = x ? state_->gdim : 0;  // x == nullptr: a constant's value
   p->x = d > 0 ? x[0] : 0.0;
   p->y = d > 1 ? x[1] : 0.0;
   p->z = d > 2 ? x[2] : 0.0;

@@ -1,0 +1,258 @@
+// The solver subcommands as a user runs them: `fem poisson`, `fem heat` and `fem nonlinear`
+// with --json - on generated and sample meshes; errors against exact solutions, the store's
+// cache counters (one factorization, N cached solves), exit codes and one-line errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "fem/mesh/vtu.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+  int status = -1;
+  std::string out, err;
+};
+
+fs::path temp_dir() {
+  const fs::path p =
+      fs::temp_directory_path() / ("fem_test_solvers_" + std::to_string(::getpid()) + "_" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::create_directories(p);
+  return p;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CliResult fem_run(const std::string& args, const fs::path& dir) {
+  const auto out = dir / "stdout.txt", err = dir / "stderr.txt";
+  const std::string cmd =
+      std::string("'") + FEM_EXECUTABLE + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+  const int rc = std::system(cmd.c_str());
+  CliResult r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+nlohmann::json run_json(const std::string& args, const fs::path& dir) {
+  const CliResult r = fem_run(args + " --json -", dir);
+  EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
+  if (r.status != 0) return {};
+  return nlohmann::json::parse(r.out);
+}
+
+void expect_one_line_naming(const CliResult& r, const std::string& name) {
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+}
+
+const std::string quadratic = "1+x*x+2*y*y";  // -Δu = -6
+
+std::string poisson_quadratic(int n, int order) {
+  return "poisson gen:square-tri3:" + std::to_string(n) + " --order " + std::to_string(order) +
+         " --source -6 --dirichlet all=" + quadratic + " --exact " + quadratic;
+}
+
+TEST(FemPoisson, JsonHoldsTheContract) {
+  const auto dir = temp_dir();
+  const auto j = run_json(poisson_quadratic(4, 1), dir);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["mesh"]["nodes"], 25);
+  EXPECT_EQ(j["mesh"]["cells"], 32);
+  EXPECT_EQ(j["mesh"]["cell_type"], "tri3");
+  EXPECT_EQ(j["dofs"], 25);
+  for (const char* k : {"read_mesh", "connectivity", "assemble", "factorize", "solve", "write"})
+    EXPECT_GE(j["timings"][k].get<double>(), 0.0) << k;
+  EXPECT_EQ(j["cache"]["pattern_builds"], 1);
+  EXPECT_EQ(j["cache"]["pattern_hits"], 0);
+  EXPECT_EQ(j["cache"]["symbolic_analyses"], 1);
+  EXPECT_EQ(j["cache"]["factorizations"], 1);
+  EXPECT_EQ(j["cache"]["solves"], 1);
+  EXPECT_NEAR(j["solution"]["min"].get<double>(), 1.0, 1e-12);
+  EXPECT_NEAR(j["solution"]["max"].get<double>(), 4.0, 1e-12);
+  EXPECT_TRUE(j["error"].contains("l2"));
+  EXPECT_TRUE(j["error"].contains("h1"));
+  fs::remove_all(dir);
+}
+
+TEST(FemPoisson, P2ReproducesAQuadratic) {
+  const auto dir = temp_dir();
+  for (int n : {2, 4, 8}) {
+    const auto j = run_json(poisson_quadratic(n, 2), dir);
+    ASSERT_FALSE(j.is_null());
+    EXPECT_LT(j["error"]["l2"].get<double>(), 1e-10) << n;
+    EXPECT_LT(j["error"]["h1"].get<double>(), 1e-8) << n;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(FemPoisson, P1ErrorQuartersUnderRefinement) {
+  const auto dir = temp_dir();
+  double previous = 0;
+  for (int n : {4, 8, 16, 32}) {
+    const auto j = run_json(poisson_quadratic(n, 1), dir);
+    ASSERT_FALSE(j.is_null());
+    const double l2 = j["error"]["l2"].get<double>();
+    EXPECT_LT(l2, 0.05);
+    if (previous > 0) {
+      EXPECT_GT(previous / l2, 3.5) << n;  // O(h²)
+      EXPECT_LT(previous / l2, 4.5) << n;
+    }
+    previous = l2;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(FemPoisson, SolverChoicesAgree) {
+  const auto dir = temp_dir();
+  for (const char* s : {"auto", "umfpack", "ldlt", "lu"}) {
+    const auto j = run_json(poisson_quadratic(8, 2) + " --solver " + s + " --threads 1", dir);
+    ASSERT_FALSE(j.is_null()) << s;
+    EXPECT_LT(j["error"]["l2"].get<double>(), 1e-10) << s;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(FemPoisson, SampleMeshTagsByNameAndVtuOutput) {
+  const auto dir = temp_dir();
+  const fs::path mesh = fs::path(FEM_MESHES_DIR) / "plate_hole_v41.msh";
+  if (!fs::exists(mesh)) GTEST_SKIP() << mesh;
+  for (int order : {1, 2}) {
+    std::string name = "u";  // (not "u" + std::to_string(...): GCC 12's false -Wrestrict)
+    name += std::to_string(order);
+    const auto out = dir / (name + ".vtu");
+    const auto j = run_json("poisson '" + mesh.string() + "' --order " + std::to_string(order) +
+                                " --dirichlet hole=1 --dirichlet left=0 --neumann right=0.5 --coefficient all=2"
+                                " --output '" + out.string() + "'",
+                            dir);
+    ASSERT_FALSE(j.is_null());
+    EXPECT_GT(j["solution"]["max"].get<double>(), 0.99);
+    EXPECT_GE(j["solution"]["min"].get<double>(), -1e-12);
+    const auto vtu = fem::mesh::read_vtu(out);
+    const auto u = std::find_if(vtu.point_data.begin(), vtu.point_data.end(),
+                                [](const auto& a) { return a.name == "u"; });
+    ASSERT_NE(u, vtu.point_data.end());
+    EXPECT_EQ(u->values.size(), j["mesh"]["nodes"].get<std::size_t>());
+    const double vtu_max = *std::max_element(u->values.begin(), u->values.end());
+    EXPECT_GT(vtu_max, 0.99);  // u = 1 on the hole, more near the inflow through `right`
+    EXPECT_LE(vtu_max, j["solution"]["max"].get<double>() + 1e-12);
+    if (order == 1) {
+      EXPECT_EQ(vtu_max, j["solution"]["max"].get<double>());
+    }
+    const bool has_grad = std::any_of(vtu.cell_data.begin(), vtu.cell_data.end(),
+                                      [](const auto& a) { return a.name == "grad_u" && a.components == 2; });
+    EXPECT_EQ(has_grad, order == 1);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(FemHeat, OneFactorizationManyCachedSolves) {
+  const auto dir = temp_dir();
+  const auto pvd = dir / "series" / "heat.pvd";
+  const auto j = run_json("heat gen:square-tri3:8 --dt 0.01 --steps 20 --initial 'sin(pi*x)*sin(pi*y)' "
+                          "--dirichlet all=0 --output '" + pvd.string() + "' --every 5",
+                          dir);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["cache"]["factorizations"], 1);
+  EXPECT_EQ(j["cache"]["solves"], 20);
+  EXPECT_GE(j["cache"]["cache_hits"], 19);
+  EXPECT_EQ(j["frames"], 5);  // t = 0 and every 5 steps
+  EXPECT_TRUE(fs::exists(pvd));
+  // The first mode decays like exp(-2π² t): at t = 0.2 from 1 to about 0.02 (backward Euler: slower).
+  const double max = j["solution"]["max"].get<double>();
+  EXPECT_GT(max, 0.01);
+  EXPECT_LT(max, 0.06);
+  fs::remove_all(dir);
+}
+
+TEST(FemHeat, TimeDependentSourceAndSteadyState) {
+  const auto dir = temp_dir();
+  // Constant source, long time: the steady Poisson solution (max ≈ 0.0737 for f = 1 on the unit square).
+  const auto j = run_json("heat gen:square-tri3:16 --dt 1 --steps 10 --source '1+0*t' --dirichlet all=0", dir);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_NEAR(j["solution"]["max"].get<double>(), 0.0737, 0.003);
+  EXPECT_EQ(j["cache"]["factorizations"], 1);
+  EXPECT_EQ(j["cache"]["solves"], 10);
+  fs::remove_all(dir);
+}
+
+TEST(FemNonlinear, BratuConvergesForSmallLambda) {
+  const auto dir = temp_dir();
+  const auto j = run_json("nonlinear gen:square-tri3:16 --problem bratu --lambda 1", dir);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["newton"]["converged"], true);
+  EXPECT_GT(j["newton"]["iterations"].get<int>(), 0);
+  EXPECT_LE(j["newton"]["iterations"].get<int>(), 6);
+  EXPECT_TRUE(j["newton"]["reason"].is_string());
+  EXPECT_GT(j["solution"]["max"].get<double>(), 0.05);
+  // With a fixed lag of 3 and a line search it converges too, with fewer factorizations.
+  const auto lagged =
+      run_json("nonlinear gen:square-tri3:16 --problem bratu --lambda 1 --lag 3 --line-search backtracking", dir);
+  ASSERT_FALSE(lagged.is_null());
+  EXPECT_EQ(lagged["newton"]["converged"], true);
+  EXPECT_LT(lagged["cache"]["factorizations"].get<int>(), lagged["newton"]["iterations"].get<int>());
+  fs::remove_all(dir);
+}
+
+TEST(FemNonlinear, BratuPastTheFoldExitsWithThree) {
+  const auto dir = temp_dir();
+  const CliResult r = fem_run("nonlinear gen:square-tri3:16 --problem bratu --lambda 7 --quiet", dir);
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_NE(r.err.find("not converged"), std::string::npos) << r.err;
+  // Continuation stops at the last converged λ, below the fold (about 6.8).
+  const CliResult c = fem_run("nonlinear gen:square-tri3:16 --problem bratu --lambda 7 --continuation --quiet "
+                              "--json '" + (dir / "c.json").string() + "'",
+                              dir);
+  EXPECT_EQ(c.status, 3) << c.err;
+  const auto j = nlohmann::json::parse(slurp(dir / "c.json"));
+  EXPECT_EQ(j["newton"]["converged"], false);
+  EXPECT_GT(j["continuation"]["last_lambda"].get<double>(), 6.5);
+  EXPECT_LT(j["continuation"]["last_lambda"].get<double>(), 7.0);
+  fs::remove_all(dir);
+}
+
+TEST(FemNonlinear, QuasilinearReproducesALinearSolution) {
+  const auto dir = temp_dir();
+  // u = 1+x+2y: -div((1+u²)∇u) = -2u|∇u|² = -10(1+x+2y).
+  const auto j = run_json("nonlinear gen:square-tri3:8 --problem quasilinear --source '-10*(1+x+2*y)' "
+                          "--dirichlet all=1+x+2*y --exact 1+x+2*y",
+                          dir);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["newton"]["converged"], true);
+  EXPECT_LT(j["error"]["l2"].get<double>(), 1e-10);
+  fs::remove_all(dir);
+}
+
+TEST(FemSolvers, BadInputsAreOneLineErrors) {
+  const auto dir = temp_dir();
+  const fs::path mesh = fs::path(FEM_MESHES_DIR) / "plate_hole_v41.msh";
+  if (fs::exists(mesh))
+    expect_one_line_naming(fem_run("poisson '" + mesh.string() + "' --dirichlet holes=1", dir), "holes");
+  expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --dirichlet ceiling=1", dir), "ceiling");
+  expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --dirichlet all=0 --source 'sin(x'", dir), "sin(x");
+  expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --dirichlet all=0 --exact 'q*x'", dir), "q*x");
+  expect_one_line_naming(fem_run("heat gen:square-tri3:4 --dt 0.1 --steps 2 --initial 'x+'", dir), "x+");
+  expect_one_line_naming(fem_run("nonlinear gen:square-tri3:4 --problem quasilinear --source 'exp('", dir),
+                         "exp(");
+  expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --dirichlet 1", dir), "--dirichlet");
+  fs::remove_all(dir);
+}
+
+}  // namespace
