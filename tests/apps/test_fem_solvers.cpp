@@ -120,6 +120,20 @@ TEST(FemPoisson, P1ErrorQuartersUnderRefinement) {
   fs::remove_all(dir);
 }
 
+TEST(FemPoisson, CoefficientByCellTagNameOrEverywhere) {
+  const auto dir = temp_dir();
+  // -div(2∇u) = -12 for the same quadratic, with k given by the cell tag's name, its number, or 'all'.
+  for (const char* k : {"domain=2", "1=2", "all=2", "all=1+1+0*x"}) {
+    const auto j = run_json("poisson gen:square-tri3:4 --order 2 --source -12 --dirichlet all=" + quadratic +
+                                " --exact " + quadratic + " --coefficient " + k,
+                            dir);
+    ASSERT_FALSE(j.is_null()) << k;
+    EXPECT_LT(j["error"]["l2"].get<double>(), 1e-10) << k;
+  }
+  expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --dirichlet all=0 --coefficient steel=2", dir), "steel");
+  fs::remove_all(dir);
+}
+
 TEST(FemPoisson, SolverChoicesAgree) {
   const auto dir = temp_dir();
   for (const char* s : {"auto", "umfpack", "ldlt", "lu"}) {
