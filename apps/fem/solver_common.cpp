@@ -279,6 +279,31 @@ void write_json(const std::string& file, const nlohmann::json& j) {
   if (!out) throw Error(fmt::format("cannot write '{}'", file));
 }
 
+namespace {
+/// The vertex pair of a second-order mesh node in Gmsh's order (edge nodes), or {-1, -1}.
+std::pair<int, int> edge_of(CellType type, int node) {
+  static constexpr int line3[][2] = {{0, 1}};
+  static constexpr int tri6[][2] = {{0, 1}, {1, 2}, {2, 0}};
+  static constexpr int quad9[][2] = {{0, 1}, {1, 2}, {2, 3}, {3, 0}};
+  static constexpr int tet10[][2] = {{0, 1}, {1, 2}, {2, 0}, {3, 0}, {3, 2}, {3, 1}};
+  static constexpr int hex27[][2] = {{0, 1}, {0, 3}, {0, 4}, {1, 2}, {1, 5}, {2, 3},
+                                     {2, 6}, {3, 7}, {4, 5}, {4, 7}, {5, 6}, {6, 7}};
+  auto pick = [&](const auto& table, int first) -> std::pair<int, int> {
+    const int e = node - first;
+    if (e < 0 || e >= static_cast<int>(std::size(table))) return {-1, -1};
+    return {table[e][0], table[e][1]};
+  };
+  switch (type) {
+    case CellType::line3: return pick(line3, 2);
+    case CellType::tri6: return pick(tri6, 3);
+    case CellType::quad9: return pick(quad9, 4);
+    case CellType::tet10: return pick(tet10, 4);
+    case CellType::hex27: return pick(hex27, 8);
+    default: return {-1, -1};
+  }
+}
+}  // namespace
+
 std::vector<double> node_values(const assembly::FunctionSpace& V, std::span<const double> u) {
   const Mesh& mesh = V.mesh();
   const auto& dm = V.dofmap();
@@ -287,11 +312,19 @@ std::vector<double> node_values(const assembly::FunctionSpace& V, std::span<cons
   const bool same_nodes = dm.nodes_per_cell == mesh_npc;
   for (index_t c = 0; c < mesh.num_cells(); ++c) {
     const auto cell = mesh.cell(c);
+    const index_t* nodes = dm.cell_nodes.data() + static_cast<std::size_t>(c) * dm.nodes_per_cell;
     double mean = 0;
-    for (int i = 0; i < nv; ++i) mean += u[dm.cell_nodes[c * dm.nodes_per_cell + i]];
+    for (int i = 0; i < nv; ++i) mean += u[nodes[i]];
     mean /= nv;
-    for (int i = 0; i < mesh_npc; ++i)
-      out[cell[i]] = (i < nv || same_nodes) ? u[dm.cell_nodes[c * dm.nodes_per_cell + i]] : mean;
+    for (int i = 0; i < mesh_npc; ++i) {
+      if (i < nv || same_nodes) {
+        out[cell[i]] = u[nodes[i]];
+      } else if (const auto [a, b] = edge_of(mesh.cell_type(), i); a >= 0) {
+        out[cell[i]] = 0.5 * (u[nodes[a]] + u[nodes[b]]);  // the linear interpolant at the edge midpoint
+      } else {
+        out[cell[i]] = mean;  // face and cell centres
+      }
+    }
   }
   return out;
 }

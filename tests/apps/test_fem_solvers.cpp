@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -173,6 +175,29 @@ TEST(FemPoisson, SampleMeshTagsByNameAndVtuOutput) {
     const bool has_grad = std::any_of(vtu.cell_data.begin(), vtu.cell_data.end(),
                                       [](const auto& a) { return a.name == "grad_u" && a.components == 2; });
     EXPECT_EQ(has_grad, order == 1);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(FemPoisson, VtuValuesOnSecondOrderMeshNodes) {
+  const auto dir = temp_dir();
+  const fs::path mesh = fs::path(FEM_MESHES_DIR) / "annulus_p2_v41.msh";
+  if (!fs::exists(mesh)) GTEST_SKIP() << mesh;
+  // u = x + y: P1 and P2 on the tri6 mesh; every mesh node (edge nodes too) gets its value.
+  for (int order : {1, 2}) {
+    const auto out = dir / "u.vtu";
+    const auto j = run_json("poisson '" + mesh.string() + "' --order " + std::to_string(order) +
+                                " --dirichlet all=x+y --output '" + out.string() + "'",
+                            dir);
+    ASSERT_FALSE(j.is_null());
+    const auto vtu = fem::mesh::read_vtu(out);
+    const auto u = std::find_if(vtu.point_data.begin(), vtu.point_data.end(),
+                                [](const auto& a) { return a.name == "u"; });
+    ASSERT_NE(u, vtu.point_data.end());
+    double worst = 0;
+    for (std::size_t i = 0; i < u->values.size(); ++i)
+      worst = std::max(worst, std::abs(u->values[i] - vtu.points[3 * i] - vtu.points[3 * i + 1]));
+    EXPECT_LT(worst, order == 2 ? 1e-10 : 1e-2) << order;  // P1: edge nodes off the chord
   }
   fs::remove_all(dir);
 }
