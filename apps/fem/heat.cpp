@@ -185,11 +185,14 @@ void add_heat(CLI::App& app) {
   cmd->add_option("--steps", o->steps, "number of time steps")->required();
   cmd->add_option("--initial", o->initial, "u at t = 0 as an expression in x, y, z (default 0)");
   cmd->add_option("--coefficient", o->coefficients,
-                  "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'); default 1");
+                  "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'); default 1")
+      ->allow_extra_args(false);
   cmd->add_option("--source", o->source, "f as an expression in x, y, z and t (default 0)");
   cmd->add_option("--dirichlet", o->dirichlet,
-                  "u = EXPR on facets, evaluated at t = 0: TAG=EXPR (TAG: name, number or 'all')");
-  cmd->add_option("--neumann", o->neumann, "k du/dn = EXPR on facets, evaluated at t = 0: TAG=EXPR");
+                  "u = EXPR on facets, evaluated at t = 0: TAG=EXPR (TAG: name, number or 'all')")
+      ->allow_extra_args(false);
+  cmd->add_option("--neumann", o->neumann, "k du/dn = EXPR on facets, evaluated at t = 0: TAG=EXPR")
+      ->allow_extra_args(false);
   cmd->add_option("--output", o->common.output,
                   "write a time series: FILE.pvd, or a folder (FOLDER/heat.pvd), with FILE_NNNNNN.vtu frames");
   cmd->add_option("--every", o->every, "write a frame every K steps (default: about 10 frames)")

@@ -173,7 +173,8 @@ void add_nonlinear(CLI::App& app) {
   cmd->add_option("--lambda", o->lambda, "λ of Bratu's problem (default 1)");
   cmd->add_flag("--continuation", o->continuation, "Bratu: continue in λ from 0 up to --lambda");
   cmd->add_option("--source", o->source, "quasilinear: f as an expression in x, y, z (default 0)");
-  cmd->add_option("--dirichlet", o->dirichlet, "u = EXPR on facets: TAG=EXPR (default all=0)");
+  cmd->add_option("--dirichlet", o->dirichlet, "u = EXPR on facets: TAG=EXPR (default all=0)")
+      ->allow_extra_args(false);
   cmd->add_option("--exact", o->exact, "exact solution: print its L2 and H1 errors");
   cmd->add_option("--lag", o->lag, "refresh the Jacobian every K iterations (1: full Newton)")
       ->check(CLI::PositiveNumber);

@@ -136,6 +136,16 @@ TEST(FemPoisson, CoefficientByCellTagNameOrEverywhere) {
   fs::remove_all(dir);
 }
 
+TEST(FemPoisson, RepeatedOptionsTakeOneValueEach) {
+  const auto dir = temp_dir();
+  // The mesh after a repeatable option is still the mesh, not a second condition.
+  const auto j = run_json("poisson --dirichlet left=0 --dirichlet right=1 --coefficient all=3 gen:square-tri3:4", dir);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_NEAR(j["solution"]["min"].get<double>(), 0.0, 1e-12);
+  EXPECT_NEAR(j["solution"]["max"].get<double>(), 1.0, 1e-12);
+  fs::remove_all(dir);
+}
+
 TEST(FemPoisson, SolverChoicesAgree) {
   const auto dir = temp_dir();
   for (const char* s : {"auto", "umfpack", "ldlt", "lu"}) {
