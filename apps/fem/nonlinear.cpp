@@ -129,7 +129,8 @@ void run_nonlinear(const NonlinearOptions& o) {
                    {"reason", reason},
                    {"jacobian_refreshes", result.jacobian_refreshes},
                    {"initial_residual_norm", result.initial_residual_norm},
-                   {"residual_norm", result.residual_norm}};
+                   {"residual_norm", result.residual_norm},
+                   {"seconds", t.solve}};
     if (o.problem == "bratu") j["lambda"] = o.lambda;
     if (cont)
       j["continuation"] = {{"last_lambda", cont->last_parameter},
