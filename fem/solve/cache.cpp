@@ -5,6 +5,8 @@
 #include <fem/solve/detail/backends.hpp>
 
 #include <cmath>
+#include <mutex>
+#include <set>
 #include <fmt/format.h>
 
 namespace fem::solve {
@@ -88,7 +90,13 @@ std::shared_ptr<const Factorization> compute_cached(Store& store, const std::str
                               to_string(candidates[c]), key, result.reason,
                               to_string(candidates[c + 1])));
     store.count("solve.fallbacks");
-    fmt::print(stderr, "fem::solve: {}\n", log.back());
+    // Once per key on stderr (Newton near a fold falls back on every iteration); every time in
+    // the factorization's log() and the solve.fallbacks counter.
+    static std::mutex warned_mutex;
+    static std::set<std::string> warned;
+    if (std::lock_guard lock(warned_mutex); warned.insert(key).second)
+      fmt::print(stderr, "fem::solve: {} (further fallbacks on '{}' are counted in solve.fallbacks)\n",
+                 log.back(), key);
   }
   throw NumericalError(fmt::format("solve: cannot factorize '{}' ({}): {}", key,
                                    to_string(result.status), result.reason));
