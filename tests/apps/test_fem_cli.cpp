@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "cli.hpp"
+
 #include "fem/mesh/generate.hpp"
 #include "fem/mesh/read.hpp"
 #include "fem/mesh/vtu.hpp"
@@ -18,37 +20,10 @@ namespace {
 namespace fs = std::filesystem;
 using fem::CellType;
 
-struct CliResult {
-  int status = -1;
-  std::string out, err;
-};
-
-fs::path temp_dir() {
-  const fs::path p =
-      fs::temp_directory_path() / ("fem_test_apps_" + std::to_string(::getpid()) + "_" +
-                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::create_directories(p);
-  return p;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-CliResult fem_run(const std::string& args, const fs::path& dir) {
-  const auto out = dir / "stdout.txt", err = dir / "stderr.txt";
-  const std::string cmd =
-      std::string("'") + FEM_EXECUTABLE + "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
-  const int rc = std::system(cmd.c_str());
-  CliResult r;
-  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
+using fem::testing::CliResult;
+using fem::testing::fem_run;
+using fem::testing::slurp;
+using fem::testing::temp_dir;
 
 const nlohmann::json* find_tag(const nlohmann::json& tags, int dim, int tag) {
   for (const auto& t : tags)
