@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 namespace fem::assembly {
 
@@ -77,6 +78,54 @@ Errors errors(const Assembler& A, std::span<const double> u, const VectorFunctio
     return s;
   };
   return {std::sqrt(integrate_cells(V, A.plan(), l2, degree, u)), std::sqrt(integrate_cells(V, A.plan(), h1, degree, u))};
+}
+
+std::vector<double> cell_stress(const Assembler& A, std::span<const double> u, const Elasticity& form) {
+  const FunctionSpace& V = A.space();
+  const Mesh& mesh = V.mesh();
+  FEM_EXPECTS(V.components() == mesh.tdim(), "stresses need one component per dimension: space {} on a {}D mesh",
+              V.name(), mesh.tdim());
+  form.young.check(mesh.cell_tags(), "Young's modulus");
+  form.poisson.check(mesh.cell_tags(), "Poisson's ratio");
+  std::vector<double> stress(static_cast<std::size_t>(mesh.num_cells()) * 6, 0.0);
+  const bool varies = form.young.varies_in_cell() || form.poisson.varies_in_cell();
+  // Each cell writes only its own six entries, so the threads of the cell loop never share one.
+  integrate_cells<Blocks::vector>(V, A.plan(), [&](const auto& cv) {
+    constexpr int dim = std::remove_cvref_t<decltype(cv)>::dim;
+    double sum[3][3] = {}, volume = 0;
+    for (int q = 0; q < cv.num_points; ++q) {
+      const double* x = cv.point(q);
+      const double E = form.young(cv.cell, cv.tag, x), nu = form.poisson(cv.cell, cv.tag, x);
+      const double lambda = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
+      double g[dim][dim];  // g[k][d] = ∂u_k/∂x_d
+      for (int k = 0; k < dim; ++k) cv.u_grad(q, g[k], k);
+      double trace = 0;
+      for (int k = 0; k < dim; ++k) trace += g[k][k];
+      for (int a = 0; a < 3; ++a)
+        for (int b = 0; b < 3; ++b) {
+          const double eps = a < dim && b < dim ? 0.5 * (g[a][b] + g[b][a]) : 0.0;  // plane strain: ε_zz = 0
+          sum[a][b] += cv.weight[q] * ((a == b ? lambda * trace : 0.0) + 2 * mu * eps);
+        }
+      volume += cv.weight[q];
+    }
+    double* s = stress.data() + static_cast<std::size_t>(cv.cell) * 6;
+    const double r = 1.0 / volume;
+    s[0] = sum[0][0] * r, s[1] = sum[1][1] * r, s[2] = sum[2][2] * r;
+    s[3] = sum[0][1] * r, s[4] = sum[1][2] * r, s[5] = sum[0][2] * r;
+    return 0.0;
+  }, A.quadrature_degree(2 * (V.degree() - 1) + (varies ? 2 : 0)), u);
+  return stress;
+}
+
+std::vector<double> von_mises(std::span<const double> stress) {
+  FEM_EXPECTS(stress.size() % 6 == 0, "von_mises: {} values are not 6 per cell", stress.size());
+  std::vector<double> out(stress.size() / 6);
+  for (std::size_t c = 0; c < out.size(); ++c) {
+    const double* s = stress.data() + c * 6;
+    const double d01 = s[0] - s[1], d12 = s[1] - s[2], d20 = s[2] - s[0];
+    out[c] = std::sqrt(0.5 * (d01 * d01 + d12 * d12 + d20 * d20) + 3 * (s[3] * s[3] + s[4] * s[4] + s[5] * s[5]));
+  }
+  return out;
 }
 
 }  // namespace fem::assembly

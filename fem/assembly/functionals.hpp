@@ -1,5 +1,5 @@
-// Functionals of discrete fields: nodal interpolation, integrals, and the L2 and H1 errors
-// against exact solutions (for verification and convergence studies).
+// Functionals of discrete fields: nodal interpolation, integrals, the L2 and H1 errors against
+// exact solutions (for verification and convergence studies), and cell-wise stresses.
 #pragma once
 
 #include <functional>
@@ -31,5 +31,15 @@ struct Errors {
 /// `extra_degree` above what the space itself needs.
 Errors errors(const Assembler& assembler, std::span<const double> u, const VectorFunction& exact,
               const GradientFunction& exact_gradient = nullptr, int extra_degree = 3);
+
+/// The Cauchy stress σ = λ tr(ε) I + 2μ ε of the displacement u (a space with one component per
+/// dimension) for the material of `form`, averaged over each cell: 6 values per cell in the
+/// order xx, yy, zz, xy, yz, xz (VTK's symmetric tensor order). In 2D (plane strain) εzz = 0, so
+/// σzz = λ tr(ε) = ν(σxx + σyy), and the yz, xz entries are 0.
+std::vector<double> cell_stress(const Assembler& assembler, std::span<const double> u, const Elasticity& form);
+
+/// The von Mises stress of each 6-value stress of `stress` (as cell_stress gives them):
+/// sqrt(((σxx-σyy)² + (σyy-σzz)² + (σzz-σxx)²)/2 + 3(σxy² + σyz² + σxz²)).
+std::vector<double> von_mises(std::span<const double> stress);
 
 }  // namespace fem::assembly
