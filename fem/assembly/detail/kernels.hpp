@@ -81,10 +81,13 @@ struct Elasticity {
           const double* gj = cv.basis_grad(q, j);
           double dot = 0;
           for (int d = 0; d < dim; ++d) dot += gi[d] * gj[d];
+          // Products of two gradient entries first: (i a, j b) and (j b, i a) then get bitwise equal
+          // values, and the solver's symmetry test picks Cholesky (λ gi[a] gj[b] would round
+          // differently from λ gj[b] gi[a]).
           for (int a = 0; a < dim; ++a)
             for (int b = 0; b < dim; ++b)
               A[(i * dim + a) * nd + j * dim + b] +=
-                  w * (lambda * gi[a] * gj[b] + mu * (gi[b] * gj[a] + (a == b ? dot : 0.0)));
+                  w * (lambda * (gi[a] * gj[b]) + mu * (gi[b] * gj[a] + (a == b ? dot : 0.0)));
         }
       }
     }
