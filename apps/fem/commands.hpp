@@ -17,6 +17,8 @@ void add_poisson(CLI::App& app);
 void add_heat(CLI::App& app);
 /// Registers `fem nonlinear` (nonlinear.cpp).
 void add_nonlinear(CLI::App& app);
+/// Registers `fem elasticity` (elasticity.cpp).
+void add_elasticity(CLI::App& app);
 
 /// Thrown by a subcommand that has printed its own message and wants this exit status
 /// (e.g. 3: Newton did not converge).

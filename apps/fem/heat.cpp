@@ -57,9 +57,10 @@ void run_heat(const HeatOptions& o) {
   const auto neumann = neumann_conditions(*mesh, o.neumann, keep);
   const int every = o.every > 0 ? o.every : std::max(1, o.steps / 10);
 
+  const gpu::Executor exec = executor(c);
   Stopwatch w;
   const assembly::FunctionSpace V(mesh_key, c.order, 1, store);
-  const auto assembler = std::make_shared<const assembly::Assembler>(V);
+  const auto assembler = std::make_shared<const assembly::Assembler>(V, exec);
   t.connectivity = w.seconds();
 
   // M, and A = M + dt K with the Dirichlet rows; lift = what the conditions add to every b.
@@ -142,6 +143,7 @@ void run_heat(const HeatOptions& o) {
     j["command"] = "heat";
     j["mesh"] = mesh_json(*mesh);
     j["order"] = c.order;
+    j["device"] = c.device;
     j["dofs"] = V.num_dofs();
     j["dirichlet_dofs"] = bc.dofs.size();
     j["time"] = {{"dt", o.dt}, {"steps", o.steps}, {"final", o.steps * o.dt}};

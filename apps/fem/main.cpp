@@ -4,6 +4,7 @@
 //   fem info gen:square-tri3:8 --json -
 //   fem convert gen:cube-tet4:4 cube.vtu
 //   fem poisson gen:square-tri3:32 --source -6 --dirichlet all=1+x*x+2*y*y --exact 1+x*x+2*y*y
+//   fem elasticity gen:square-tri3:32 --fixed left --traction right=1,0 --output plate.vtu
 #include <cstdio>
 #include <exception>
 
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   fem::app::add_poisson(app);
   fem::app::add_heat(app);
   fem::app::add_nonlinear(app);
+  fem::app::add_elasticity(app);
 #endif
   try {
     app.parse(argc, argv);

@@ -39,9 +39,10 @@ void run_poisson(const PoissonOptions& o) {
   const auto dirichlet = dirichlet_conditions(*mesh, o.dirichlet, keep);
   const auto neumann = neumann_conditions(*mesh, o.neumann, keep);
 
+  const gpu::Executor exec = executor(c);
   Stopwatch w;
   const assembly::FunctionSpace V(mesh_key, c.order, 1, store);
-  const auto assembler = std::make_shared<const assembly::Assembler>(V);
+  const auto assembler = std::make_shared<const assembly::Assembler>(V, exec);
   t.connectivity = w.seconds();
 
   w = Stopwatch();
@@ -85,6 +86,7 @@ void run_poisson(const PoissonOptions& o) {
     j["command"] = "poisson";
     j["mesh"] = mesh_json(*mesh);
     j["order"] = c.order;
+    j["device"] = c.device;
     j["dofs"] = V.num_dofs();
     j["dirichlet_dofs"] = bc.dofs.size();
     j["solver"] = {{"backend", std::string(solve::to_string(factor->backend()))},

@@ -149,30 +149,93 @@ std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::v
   return out;
 }
 
-assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values) {
+assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values, const std::string& option,
+                                  double otherwise) {
   std::optional<Expression> everywhere;
   std::map<int, double> per_tag;
   for (const auto& v : values) {
-    const auto [tag, expr] = split_tagged("--coefficient", v);
-    Expression e("--coefficient " + tag, expr, mesh.gdim());
+    const auto [tag, expr] = split_tagged(option, v);
+    Expression e(option + " " + tag, expr, mesh.gdim());
     if (tag == "all") {
       everywhere = e;
       continue;
     }
     if (!e.is_constant())
-      throw Error(fmt::format("--coefficient {}='{}': a value per tag must be a constant (only 'all' may "
-                              "depend on x, y, z)",
-                              tag, expr));
-    per_tag[cell_tag(mesh, "--coefficient", tag)] = e(nullptr);
+      throw Error(fmt::format("{} {}='{}': a value per tag must be a constant (only 'all' may depend on x, y, z)",
+                              option, tag, expr));
+    per_tag[cell_tag(mesh, option, tag)] = e(nullptr);
   }
   if (per_tag.empty()) {
-    if (!everywhere) return assembly::Coefficient(1.0);
+    if (!everywhere) return assembly::Coefficient(otherwise);
     if (everywhere->is_constant()) return assembly::Coefficient((*everywhere)(nullptr));
     return assembly::Coefficient::function(everywhere->function());
   }
   if (everywhere && !everywhere->is_constant())
-    throw Error("--coefficient all=EXPR depending on x, y, z cannot be combined with values per tag");
-  return assembly::Coefficient::per_tag(std::move(per_tag), everywhere ? (*everywhere)(nullptr) : 1.0);
+    throw Error(fmt::format("{} all=EXPR depending on x, y, z cannot be combined with values per tag", option));
+  return assembly::Coefficient::per_tag(std::move(per_tag), everywhere ? (*everywhere)(nullptr) : otherwise);
+}
+
+std::vector<std::optional<Expression>> vector_expression(const std::string& option, const std::string& text,
+                                                         int components, int gdim, bool allow_free) {
+  // Split at the commas outside parentheses: muparser's functions take comma-separated arguments.
+  std::vector<std::string> parts(1);
+  int depth = 0;
+  for (const char ch : text) {
+    if (ch == '(') ++depth;
+    if (ch == ')') --depth;
+    if (ch == ',' && depth == 0)
+      parts.emplace_back();
+    else
+      parts.back() += ch;
+  }
+  if (static_cast<int>(parts.size()) != components)
+    throw Error(fmt::format("{} '{}': {} component{}, expected {} (one per dimension: EXPR{})", option, text,
+                            parts.size(), parts.size() == 1 ? "" : "s", components,
+                            components == 3 ? ",EXPR,EXPR" : components == 2 ? ",EXPR" : ""));
+  std::vector<std::optional<Expression>> out;
+  for (std::size_t k = 0; k < parts.size(); ++k) {
+    const auto first = parts[k].find_first_not_of(" \t"), last = parts[k].find_last_not_of(" \t");
+    const std::string part = first == std::string::npos ? "" : parts[k].substr(first, last - first + 1);
+    if (part.empty())
+      throw Error(fmt::format("{} '{}': component {} is empty{}", option, text, k + 1,
+                              allow_free ? " (write 'free' for a component that is not prescribed)" : ""));
+    if (allow_free && part == "free") {
+      out.emplace_back(std::nullopt);
+      continue;
+    }
+    out.emplace_back(Expression(fmt::format("{} (component {})", option, k + 1), part, gdim));
+  }
+  return out;
+}
+
+assembly::VectorFunction vector_function(const std::vector<std::optional<Expression>>& components) {
+  std::vector<Expression> e;
+  for (const auto& c : components) {
+    FEM_EXPECTS(c.has_value(), "a vector function with a free component");
+    e.push_back(*c);
+  }
+  return [e = std::move(e)](const double* x, double* v) {
+    for (std::size_t k = 0; k < e.size(); ++k) v[k] = e[k](x);
+  };
+}
+
+namespace {
+/// --device cuda without a usable device: one line saying why.
+void check_device(const std::string& device) {
+  std::string reason;
+  if (device == "cuda" && !gpu::cuda_available(&reason))
+    throw Error(fmt::format("--device cuda: no CUDA device can be used: {}", reason));
+}
+}  // namespace
+
+gpu::Executor executor(const CommonOptions& o) {
+  if (o.device != "cuda") return gpu::Executor::host();
+  check_device(o.device);
+  try {
+    return gpu::Executor::cuda(0);
+  } catch (const Error& e) {
+    throw Error(fmt::format("--device cuda: {}", e.what()));
+  }
 }
 
 void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
@@ -184,6 +247,9 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
       ->check(CLI::IsMember({"auto", "cholmod", "umfpack", "klu", "ldlt", "lu"}));
   cmd.add_option("--ordering", o.ordering, "fill-reducing ordering")
       ->check(CLI::IsMember({"auto", "amd", "colamd", "metis", "natural"}));
+  cmd.add_option("--device", o.device, "where the connectivity is built: cpu (default) or cuda (a CUDA build and GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->each(check_device);  // fails at parse time, before any work, in every subcommand
   cmd.add_option("--threads", o.threads, "assembly threads (OpenMP; 0: its default)")->check(CLI::NonNegativeNumber);
   cmd.add_option("--json", o.json,
                  "write the results as JSON to FILE ('-': standard output; the text then goes to standard error)");

@@ -1,6 +1,7 @@
-// Shared pieces of the solver subcommands (poisson, heat, nonlinear): muparser expressions that
-// are safe to call from the assembly's OpenMP threads, TAG=VALUE options resolved against the
-// mesh's physical names, solver options, the phase timing table, cache counters and JSON output.
+// Shared pieces of the solver subcommands (poisson, heat, nonlinear, elasticity): muparser
+// expressions that are safe to call from the assembly's OpenMP threads, TAG=VALUE options
+// resolved against the mesh's physical names, solver and device options, the phase timing table,
+// cache counters and JSON output.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -8,12 +9,14 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "fem/assembly/assembly.hpp"
+#include "fem/gpu/executor.hpp"
 #include "fem/mesh.hpp"
 #include "fem/solve/solve.hpp"
 #include "fem/store.hpp"
@@ -68,8 +71,18 @@ std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh, const st
 /// Neumann fluxes from `--neumann TAG=EXPR` values.
 std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::vector<std::string>& values,
                                                   std::vector<Expression>& keep);
-/// The coefficient from `--coefficient TAG=VALUE` values (default 1; `all` sets the default).
-assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values);
+/// The coefficient from `--coefficient TAG=VALUE` values (default `otherwise`; `all` sets the
+/// default); `option` names the option in messages (e.g. "--E").
+assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values,
+                                  const std::string& option = "--coefficient", double otherwise = 1.0);
+
+/// The components of a vector expression `EXPR,EXPR[,EXPR]` (split at commas outside
+/// parentheses), exactly `components` of them, else a fem::Error naming `option`. With
+/// `allow_free`, a component may be the word `free` (returned as std::nullopt).
+std::vector<std::optional<Expression>> vector_expression(const std::string& option, const std::string& text,
+                                                         int components, int gdim, bool allow_free = false);
+/// A function from the components of a vector expression (none of them free).
+assembly::VectorFunction vector_function(const std::vector<std::optional<Expression>>& components);
 
 /// Wall-clock phases in the order of the table.
 struct Timings {
@@ -95,6 +108,7 @@ struct CommonOptions {
   int threads = 0;
   std::string json;
   std::string output;
+  std::string device = "cpu";  ///< where the connectivity is built: cpu or cuda
   bool quiet = false;
   /// Human text goes to stdout, or to stderr when the JSON goes to stdout.
   std::FILE* text() const { return json == "-" ? stderr : stdout; }
@@ -104,6 +118,10 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order = true)
 /// Applies --threads.
 void apply_threads(const CommonOptions& o);
 solve::Options solve_options(const CommonOptions& o);
+/// The executor of --device: the host, or a CUDA device (a fem::Error of one line when this
+/// build has no CUDA support or no device answers). `--device cuda` is also checked as soon
+/// as it is parsed, so every subcommand fails before it reads the mesh.
+gpu::Executor executor(const CommonOptions& o);
 
 /// Load the mesh (timed as read_mesh) and publish it under `mesh/<stem>`; returns the key.
 std::string load_and_publish(const std::string& spec, Timings& t, Store& store = fem::store());

@@ -1,0 +1,249 @@
+// `fem elasticity` as a user runs it: affine displacements reproduced exactly, the P1/P2
+// convergence rates on a manufactured solution, the von Mises stress of uniaxial tension, the
+// --json contract and one-line errors; and `--device` of every solver subcommand (cuda without
+// a usable GPU is a one-line error).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <numbers>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "cli.hpp"
+#include "fem/gpu/executor.hpp"
+#include "fem/mesh/vtu.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using fem::testing::CliResult;
+using fem::testing::fem_run;
+using fem::testing::temp_dir;
+
+nlohmann::json run_json(const std::string& args, const fs::path& dir) {
+  const CliResult r = fem_run(args + " --json -", dir);
+  EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
+  if (r.status != 0) return {};
+  return nlohmann::json::parse(r.out);
+}
+
+void expect_one_line_naming(const CliResult& r, const std::string& name) {
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
+}
+
+double number(const nlohmann::json& j) { return j.get<double>(); }
+
+// An affine displacement solves -div σ = 0 for any material: P1 and P2 reproduce it to rounding.
+TEST(FemElasticity, AffineDisplacementIsExact) {
+  const auto dir = temp_dir();
+  const double G[3][3] = {{0.01, 0.002, -0.004}, {-0.003, 0.004, 0.001}, {0.002, -0.001, 0.005}};
+  const double c[3] = {0.001, -0.002, 0.0005};
+  struct Case {
+    std::string mesh;
+    int dim, order;
+    std::string material;
+  };
+  for (const auto& k : {Case{"gen:square-tri3:4", 2, 1, ""}, Case{"gen:square-tri3:4", 2, 2, " --E all=200 --nu all=0.3"},
+                        Case{"gen:square-quad4:4", 2, 1, " --E domain=3 --nu 1=0.45"},
+                        Case{"gen:cube-tet4:2", 3, 1, " --E all=70 --nu all=0.33"},
+                        Case{"gen:cube-tet4:2", 3, 2, ""}}) {
+    std::string field;
+    for (int i = 0; i < k.dim; ++i) {
+      field += fmt::format("{}{}", i ? "," : "", c[i]);
+      for (int d = 0; d < k.dim; ++d) field += fmt::format("+{}*{}", G[i][d], "xyz"[d]);
+    }
+    const std::string what = k.mesh + " P" + std::to_string(k.order);
+    const auto j = run_json("elasticity " + k.mesh + " --order " + std::to_string(k.order) + k.material +
+                                " --dirichlet all=" + field + " --exact " + field,
+                            dir);
+    ASSERT_FALSE(j.is_null()) << what;
+    EXPECT_LT(number(j["error"]["l2"]), 1e-10) << what;
+    EXPECT_LT(number(j["error"]["h1"]), 1e-8) << what;
+    // Each component's extremes sit at corners of the unit box, which are nodes.
+    ASSERT_EQ(j["solution"]["components"].size(), static_cast<std::size_t>(k.dim)) << what;
+    for (int i = 0; i < k.dim; ++i) {
+      double lo = c[i], hi = c[i];
+      for (int d = 0; d < k.dim; ++d) (G[i][d] < 0 ? lo : hi) += G[i][d];
+      EXPECT_NEAR(number(j["solution"]["components"][i]["min"]), lo, 1e-12) << what << " component " << i;
+      EXPECT_NEAR(number(j["solution"]["components"][i]["max"]), hi, 1e-12) << what << " component " << i;
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// u = s (1, 1), s = sin(πx) sin(πy), zero on the boundary; f = -(λ+μ) ∇(div u) - μ Δu.
+std::string manufactured_run(int n, int order) {
+  using std::numbers::pi;
+  const double E = 10.0, nu = 0.3, lambda = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
+  const std::string s = "sin(pi*x)*sin(pi*y)", cc = "cos(pi*x)*cos(pi*y)";
+  // f_x = f_y = (λ+μ) π² (s - cos cos) + 2 μ π² s
+  const std::string f = fmt::format("{:.17g}*({}-{})+{:.17g}*{}", (lambda + mu) * pi * pi, s, cc, 2 * mu * pi * pi, s);
+  return fmt::format("elasticity gen:square-tri3:{} --order {} --E all={} --nu all={} --fixed all --body-force '{},{}' "
+                     "--exact '{},{}'",
+                     n, order, E, nu, f, f, s, s);
+}
+
+TEST(FemElasticity, ConvergesAtTheFiniteElementRate) {
+  const auto dir = temp_dir();
+  for (int order : {1, 2}) {
+    double l2_previous = 0, h1_previous = 0;
+    for (int n : {8, 16, 32}) {
+      const auto j = run_json(manufactured_run(n, order), dir);
+      ASSERT_FALSE(j.is_null());
+      const double l2 = number(j["error"]["l2"]), h1 = number(j["error"]["h1"]);
+      if (l2_previous > 0) {
+        const double l2_rate = std::log2(l2_previous / l2), h1_rate = std::log2(h1_previous / h1);
+        EXPECT_NEAR(l2_rate, order + 1, 0.1) << "P" << order << " n = " << n;
+        EXPECT_NEAR(h1_rate, order, 0.1) << "P" << order << " n = " << n;
+      }
+      l2_previous = l2, h1_previous = h1;
+    }
+  }
+  fs::remove_all(dir);
+}
+
+// A bar pulled by a traction t on `right`, on rollers elsewhere: σ = t e_x e_x everywhere, so the
+// von Mises stress is |t| (3D, any ν; plane strain: σzz = ν t, so |t| √(1 - ν + ν²)).
+TEST(FemElasticity, UniaxialTensionVonMises) {
+  const auto dir = temp_dir();
+  const double E = 70, nu = 0.33;
+  for (double t : {2.5, -1.5}) {
+    const auto j = run_json(fmt::format("elasticity gen:cube-tet4:3 --E all={} --nu all={} --dirichlet left=0,free,free "
+                                        "--dirichlet front=free,0,free --dirichlet bottom=free,free,0 --traction "
+                                        "right={},0,0 --exact {}*x,{}*y,{}*z",
+                                        E, nu, t, t / E, -nu * t / E, -nu * t / E),
+                            dir);
+    ASSERT_FALSE(j.is_null()) << t;
+    EXPECT_NEAR(number(j["stress"]["von_mises_min"]), std::abs(t), 1e-10) << t;
+    EXPECT_NEAR(number(j["stress"]["von_mises_max"]), std::abs(t), 1e-10) << t;
+    EXPECT_LT(number(j["error"]["l2"]), 1e-10) << t;
+  }
+  // Plane strain, with the stresses read back from the .vtu.
+  for (double nu2 : {0.0, 0.3}) {
+    const double t = 4.0;
+    const auto out = dir / "bar.vtu";
+    const auto j = run_json(fmt::format("elasticity gen:square-tri3:4 --E all=5 --nu all={} --dirichlet left=0,free "
+                                        "--dirichlet bottom=free,0 --traction right={},0 --output '{}'",
+                                        nu2, t, out.string()),
+                            dir);
+    ASSERT_FALSE(j.is_null()) << nu2;
+    const double expected = t * std::sqrt(1 - nu2 + nu2 * nu2);
+    EXPECT_NEAR(number(j["stress"]["von_mises_max"]), expected, 1e-10) << nu2;
+    const auto vtu = fem::mesh::read_vtu(out);
+    const auto* mises = vtu.cell_array("von_mises");
+    const auto* stress = vtu.cell_array("stress");
+    const auto* u = vtu.point_array("displacement");
+    ASSERT_TRUE(mises && stress && u);
+    ASSERT_EQ(mises->values.size(), vtu.num_cells());
+    ASSERT_EQ(stress->components, 6);
+    ASSERT_EQ(u->components, 3);
+    for (std::size_t c = 0; c < vtu.num_cells(); ++c) {
+      EXPECT_NEAR(mises->values[c], expected, 1e-10);
+      EXPECT_NEAR(stress->values[c * 6 + 0], t, 1e-10);         // σxx
+      EXPECT_NEAR(stress->values[c * 6 + 1], 0.0, 1e-10);       // σyy
+      EXPECT_NEAR(stress->values[c * 6 + 2], nu2 * t, 1e-10);   // σzz = ν(σxx + σyy)
+      EXPECT_NEAR(stress->values[c * 6 + 3], 0.0, 1e-10);       // σxy
+    }
+    // ux = εxx x with εxx = (1 - ν²) t / E in plane strain; uz = 0.
+    for (std::size_t p = 0; p < vtu.num_points(); ++p) {
+      EXPECT_NEAR(u->values[p * 3], (1 - nu2 * nu2) * t / 5 * vtu.points[p * 3], 1e-12);
+      EXPECT_EQ(u->values[p * 3 + 2], 0.0);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+TEST(FemElasticity, JsonHoldsTheContract) {
+  const auto dir = temp_dir();
+  const auto j = run_json("elasticity gen:square-tri3:4 --fixed left --traction right=0,-1 --body-force 0,-0.5", dir);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["command"], "elasticity");
+  EXPECT_EQ(j["mesh"]["nodes"], 25);
+  EXPECT_EQ(j["mesh"]["cells"], 32);
+  EXPECT_EQ(j["mesh"]["cell_type"], "tri3");
+  EXPECT_EQ(j["dofs"], 50);
+  EXPECT_EQ(j["dirichlet_dofs"], 10);  // 5 nodes on `left`, both components
+  EXPECT_EQ(j["device"], "cpu");
+  // The stiffness matrix with its Dirichlet rows is symmetric positive definite: a Cholesky.
+  EXPECT_TRUE(j["solver"]["backend"] == "cholmod" || j["solver"]["backend"] == "ldlt") << j["solver"];
+  for (const char* k : {"read_mesh", "connectivity", "assemble", "factorize", "solve", "write"})
+    EXPECT_GE(number(j["timings"][k]), 0.0) << k;
+  EXPECT_EQ(j["cache"]["pattern_builds"], 1);
+  EXPECT_EQ(j["cache"]["pattern_hits"], 0);
+  EXPECT_EQ(j["cache"]["symbolic_analyses"], 1);
+  EXPECT_EQ(j["cache"]["factorizations"], 1);
+  EXPECT_EQ(j["cache"]["solves"], 1);
+  // A cantilever pushed down: |u| is 0 on the clamped side and u_y < 0 somewhere.
+  EXPECT_EQ(number(j["solution"]["min"]), 0.0);
+  EXPECT_GT(number(j["solution"]["max"]), 0.0);
+  EXPECT_LT(number(j["solution"]["components"][1]["min"]), 0.0);
+  EXPECT_GE(number(j["solution"]["max"]), -number(j["solution"]["components"][1]["min"]));  // |u| ≥ |u_y|
+  EXPECT_GT(number(j["stress"]["von_mises_max"]), number(j["stress"]["von_mises_min"]));
+  EXPECT_FALSE(j.contains("error"));
+  fs::remove_all(dir);
+}
+
+TEST(FemElasticity, BadInputsAreOneLineErrors) {
+  const auto dir = temp_dir();
+  const std::string m = "elasticity gen:square-tri3:4 ";
+  expect_one_line_naming(fem_run(m + "--fixed ceiling", dir), "ceiling");
+  expect_one_line_naming(fem_run(m + "--fixed left --E steel=2", dir), "steel");
+  expect_one_line_naming(fem_run(m + "--fixed left --traction right=1,0,0", dir), "--traction");
+  expect_one_line_naming(fem_run(m + "--fixed left --body-force 1", dir), "--body-force");
+  expect_one_line_naming(fem_run(m + "--fixed left --exact 'x,y,z'", dir), "--exact");
+  expect_one_line_naming(fem_run(m + "--dirichlet left=0,", dir), "free");
+  expect_one_line_naming(fem_run(m + "--dirichlet left=0,y+", dir), "y+");
+  expect_one_line_naming(fem_run(m + "--dirichlet left", dir), "--dirichlet");
+  expect_one_line_naming(fem_run(m + "--fixed left --nu all=0.5", dir), "--nu");
+  expect_one_line_naming(fem_run(m + "--fixed left --E all=-1", dir), "--E");
+  expect_one_line_naming(fem_run(m + "--traction right=1,0", dir), "--fixed");
+  expect_one_line_naming(fem_run("elasticity gen:cube-tet4:2 --fixed left --body-force 0,0", dir), "--body-force");
+  // A comma inside a function's parentheses does not split the components.
+  const auto j = run_json(m + "--dirichlet all='min(x,y),0' --exact 'min(x,y),0' --nu all=0", dir);
+  EXPECT_FALSE(j.is_null());
+  fs::remove_all(dir);
+}
+
+// --device: cpu by default and in the JSON; cuda builds the connectivity on the GPU where this
+// build has CUDA and a device answers, and is a one-line error before any work otherwise.
+TEST(FemDevice, CudaRunsOrFailsInOneLine) {
+  const auto dir = temp_dir();
+  const std::string runs[] = {
+      "poisson gen:square-tri3:8 --source -6 --dirichlet all=1+x*x+2*y*y --exact 1+x*x+2*y*y --order 2",
+      "heat gen:square-tri3:8 --dt 0.01 --steps 3 --dirichlet all=0 --initial 'sin(pi*x)*sin(pi*y)'",
+      "nonlinear gen:square-tri3:8 --problem bratu --lambda 1",
+      "elasticity gen:square-tri3:8 --dirichlet all=0.01*x,0.02*y --exact 0.01*x,0.02*y"};
+  std::string reason;
+  const bool gpu = fem::gpu::cuda_available(&reason);
+  for (const auto& args : runs) {
+    const CliResult r = fem_run(args + " --device cuda --json -", dir);
+    if (!gpu) {
+      expect_one_line_naming(r, "--device cuda");
+      EXPECT_TRUE(r.out.empty()) << args;  // it failed before any work
+      continue;
+    }
+    ASSERT_EQ(r.status, 0) << args << "\n" << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    const auto cpu = run_json(args + " --device cpu", dir);
+    if (j.contains("device")) {
+      EXPECT_EQ(j["device"], "cuda") << args;
+    }
+    EXPECT_NEAR(number(j["solution"]["max"]), number(cpu["solution"]["max"]), 1e-12) << args;
+  }
+  for (const auto& args : {runs[0], runs[1], runs[3]}) {
+    const auto j = run_json(args, dir);
+    ASSERT_FALSE(j.is_null()) << args;
+    EXPECT_EQ(j["device"], "cpu") << args;
+  }
+  EXPECT_NE(fem_run(runs[0] + " --device tpu", dir).status, 0);
+  fs::remove_all(dir);
+}
+
+}  // namespace
