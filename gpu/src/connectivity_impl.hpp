@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fem/gpu/connectivity.hpp"
+#include "fem/gpu/detail/table_ops.hpp"
 #include "fem/gpu/hash_table.hpp"
 #include "fem/gpu/keys.hpp"
 #include "fem/memory.hpp"
@@ -75,188 +76,217 @@ inline constexpr std::uint32_t diagonal_tag = ~std::uint32_t{0};
 /// Throws InvalidArgument when nnz_nodes · block_size² leaves the 32-bit index range (host code).
 void check_pattern_size(std::size_t nnz_nodes, int block_size);
 
+/// Capacity (a power of two) of the node-pair table for `nkeys` pair occurrences: about twice
+/// the expected number of distinct pairs, which `npc` predicts for the usual cells (a pair is
+/// shared by ~2 triangles, ~5 tetrahedra; quadrilateral and hexahedron diagonals are not shared).
+inline std::size_t pair_table_capacity(std::size_t nkeys, int npc) {
+  const double shared_by = npc == 3 ? 2.0 : npc == 4 ? 3.0 : npc == 10 ? 4.0 : 1.5;
+  const auto expected = static_cast<std::size_t>(double(nkeys) / shared_by) + 1024;
+  std::size_t cap = 1;
+  while (cap < 2 * expected) cap *= 2;
+  return cap;
+}
+
+/// Call f.template operator()<NPC>() with the usual cells' node counts as compile-time
+/// constants (unrolled loops), or NPC = 0 (run-time npc) for the others.
+template <class F>
+void with_nodes_per_cell(int npc, F&& f) {
+  switch (npc) {
+    case 3: return f.template operator()<3>();
+    case 4: return f.template operator()<4>();
+    case 6: return f.template operator()<6>();
+    case 8: return f.template operator()<8>();
+    case 10: return f.template operator()<10>();
+    default: return f.template operator()<0>();
+  }
+}
+
+/// Step 1 of the pattern build: every pair of distinct nodes of every cell, as (smaller,
+/// larger), into the table; *full is set when an insert found no free slot.
+template <class Launch, int NPC>
+void insert_cell_pairs(const Executor& exec, const index_t* cells, std::size_t nc, int npc_run,
+                       TableRef<std::uint64_t, std::uint32_t> t, std::uint32_t* full) {
+  using A = typename Launch::Atomics;
+  Launch::for_each(exec, nc, [=] FEM_HD(std::size_t c) {
+    const int npc = NPC ? NPC : npc_run;
+    const index_t* v = cells + c * npc;
+    for (int a = 0; a < npc; ++a)
+      for (int b = a + 1; b < npc; ++b)
+        if (v[a] != v[b] && insert_key<A>(t, pack_sorted_pair(v[a], v[b])).full) A::store(full, 1u);
+  });
+}
+
+/// pos[j] = the position of nodes[j] in the sorted row cols[b, e), where present: the launch
+/// policy's vectorised scan when it has one, else one column at a time, branch-free.
+template <class Launch>
+FEM_HD_INLINE void row_positions(const index_t* cols, index_t b, index_t e, index_t end, const index_t* nodes, int m,
+                                 index_t* pos) {
+  if constexpr (Launch::has_row_positions) {
+    Launch::row_positions(cols, b, e, end, nodes, m, pos);
+  } else {
+    for (index_t k = b; k < e; ++k)
+      for (int j = 0; j < m; ++j) pos[j] = cols[k] == nodes[j] ? k : pos[j];
+  }
+}
+
+/// Step 4: each cell's block of the element-to-slot map. Each node's row is scanned once for
+/// all the cell's nodes (branch-free: the rows are short and sorted, and the compares of one
+/// column against the cell's nodes vectorize), then expanded to blocks: local DOF a*bs+ca of a
+/// cell is component ca of its node a; row (node r, component c) starts at
+/// off[r]*bs*bs + c*len(r)*bs.
+template <class Launch, int NPC>
+void cell_slots(const Executor& exec, const index_t* cells, std::size_t nc, int npc_run, int bs, const index_t* off,
+                const index_t* cols, index_t nnz, index_t* out) {
+  Launch::for_each(exec, nc, [=] FEM_HD(std::size_t c) {
+    const int npc = NPC ? NPC : npc_run;
+    const int n = npc * bs;
+    index_t v[NPC ? NPC : 64];
+    for (int a = 0; a < npc; ++a) v[a] = cells[c * npc + a];
+    index_t* cell_out = out + c * n * n;
+    // Node-level slots, written straight into the output when bs == 1 (else expanded below).
+    for (int a = 0; a < npc; ++a) {
+      index_t pos[NPC ? NPC : 64] = {};
+      row_positions<Launch>(cols, off[v[a]], off[v[a] + 1], nnz, v, npc, pos);
+      for (int b = 0; b < npc; ++b) cell_out[a * n + b] = pos[b];
+    }
+    if (bs == 1) return;
+    // Expand in place, last block first, so node slots are read before they are overwritten.
+    for (int a = npc - 1; a >= 0; --a)
+      for (int b = npc - 1; b >= 0; --b) {
+        const index_t node_slot = cell_out[a * n + b];
+        const index_t row_begin = off[v[a]], len = off[v[a] + 1] - row_begin;
+        const index_t pos = node_slot - row_begin;
+        for (int ca = bs - 1; ca >= 0; --ca)
+          for (int cb = bs - 1; cb >= 0; --cb)
+            cell_out[(a * bs + ca) * n + b * bs + cb] = row_begin * bs * bs + ca * len * bs + pos * bs + cb;
+      }
+  });
+}
+
 template <class Launch>
 Connectivity build_connectivity_impl(const Executor& exec, std::span<const index_t> cell_nodes_host, int npc,
                                      index_t num_nodes, int bs) {
   using A = typename Launch::Atomics;
+  using Ref = TableRef<std::uint64_t, std::uint32_t>;
   const std::size_t nc = cell_nodes_host.size() / npc;
   const int npairs = npc * (npc - 1) / 2;
   const std::size_t nkeys = nc * npairs;
+  const auto nn = static_cast<std::size_t>(num_nodes);
   Resident<index_t> cells_r(exec, cell_nodes_host);
   const index_t* cells = cells_r.get();
 
-  // 1. Every unordered pair of nodes of every cell, as a key, in cell order.
-  DeviceBuffer<std::uint64_t> keys(exec, nkeys);
-  {
-    std::uint64_t* k = keys.data();
-    Launch::for_each(exec, nc, [=] FEM_HD(std::size_t c) {
-      const index_t* v = cells + c * npc;
-      std::uint64_t* out = k + c * npairs;
-      for (int a = 0, q = 0; a < npc; ++a)
-        for (int b = a + 1; b < npc; ++b) out[q++] = pack_sorted_pair(v[a], v[b]);
-    });
+  // 1. Insert every pair of distinct nodes of every cell, as (smaller, larger), into a table
+  //    with row-local home slots: consecutive cells touch neighbouring windows, so the inserts
+  //    stay in cache. Nothing is stored per occurrence. When an insert gives up (a pathological
+  //    node numbering piles pairs into one window), the table is rebuilt with hashed home slots;
+  //    a hashed table found full is rebuilt twice as big.
+  std::size_t capacity = pair_table_capacity(nkeys, npc);
+  DeviceBuffer<std::uint64_t> table_keys;
+  Ref table;
+  DeviceBuffer<std::uint32_t> flag(exec, 1);
+  for (bool row_local = true;;) {
+    table_keys = DeviceBuffer<std::uint64_t>(exec, capacity);
+    exec.context().fill_bytes(table_keys.data(), 0xff, table_keys.bytes());
+    exec.context().fill_bytes(flag.data(), 0, flag.bytes());
+    table.keys = table_keys.data();
+    table.mask = capacity - 1;
+    table.window_shift = 0;
+    if (row_local)
+      while ((nn << (table.window_shift + 1)) <= capacity && table.window_shift < 16) ++table.window_shift;
+    table.probe_limit = table.window_shift ? 1024 : 0;
+    with_nodes_per_cell(npc, [&]<int NPC>() { insert_cell_pairs<Launch, NPC>(exec, cells, nc, npc, table, flag.data()); });
+    if (read_scalar(exec, flag.data()) == 0) break;
+    if (table.window_shift)
+      row_local = false;
+    else
+      capacity *= 2;
   }
 
-  // 2. Number the unique pairs (in first-occurrence order: deterministic).
-  DeviceBuffer<std::uint32_t> ids(exec, nkeys);
-  DeviceBuffer<std::uint8_t> is_new(exec, nkeys);
-  // Each pair is shared by about two cells in 2D (more in 3D): room for nkeys/2 avoids growth.
-  HashTable64x32 table(exec, std::max<std::size_t>(nkeys / 2, 1024));
-  table.insert_unique_resident(keys.data(), ids.data(), is_new.data(), nkeys);
-  const std::size_t npair_unique = table.size();
-
-  // 3. The key of each pair id.
-  DeviceBuffer<std::uint64_t> pair_key(exec, npair_unique);
+  // 2. Row lengths of the node pattern: the diagonal plus one per distinct neighbour, counted
+  //    from the table's occupied slots.
+  DeviceBuffer<index_t> offsets_node;
+  Output<index_t> offsets_out(exec, bs == 1 ? nn + 1 : 0);
+  if (bs != 1) offsets_node = DeviceBuffer<index_t>(exec, nn + 1);
+  index_t* off = bs == 1 ? offsets_out.get() : offsets_node.data();
+  Launch::for_each(exec, nn + 1, [=] FEM_HD(std::size_t r) { off[r] = r < nn ? 1 : 0; });
   {
-    const std::uint64_t* k = keys.data();
-    const std::uint32_t* id = ids.data();
-    const std::uint8_t* fresh = is_new.data();
-    std::uint64_t* pk = pair_key.data();
-    Launch::for_each(exec, nkeys, [=] FEM_HD(std::size_t i) {
-      if (fresh[i]) pk[id[i]] = k[i];
+    const Ref t = table;
+    Launch::for_each(exec, capacity, [=] FEM_HD(std::size_t s) {
+      const std::uint64_t k = t.keys[s];
+      if (k == KeyTraits<std::uint64_t>::empty) return;
+      A::fetch_add(&off[pair_first(k)], index_t{1});
+      A::fetch_add(&off[pair_second(k)], index_t{1});
     });
   }
-  keys.reset();
-  is_new.reset();
-
-  // 4. Row lengths of the node pattern: the diagonal plus one per distinct neighbour.
-  DeviceBuffer<index_t> offsets(exec, static_cast<std::size_t>(num_nodes) + 1);
-  index_t* off = offsets.data();
-  Launch::for_each(exec, static_cast<std::size_t>(num_nodes) + 1, [=] FEM_HD(std::size_t r) {
-    off[r] = r < static_cast<std::size_t>(num_nodes) ? 1 : 0;
-  });
-  {
-    const std::uint64_t* pk = pair_key.data();
-    Launch::for_each(exec, npair_unique, [=] FEM_HD(std::size_t p) {
-      const index_t lo = pair_first(pk[p]), hi = pair_second(pk[p]);
-      if (lo != hi) {
-        A::fetch_add(&off[lo], index_t{1});
-        A::fetch_add(&off[hi], index_t{1});
-      }
-    });
-  }
-  const auto nnz_nodes = static_cast<std::size_t>(Launch::exclusive_scan(exec, off, static_cast<std::size_t>(num_nodes) + 1));
+  const auto nnz_nodes = static_cast<std::size_t>(Launch::exclusive_scan(exec, off, nn + 1));
   check_pattern_size(nnz_nodes, bs);
 
-  // 5. Fill the rows with (column, tag) entries; the tag says which pair side (or the diagonal)
-  //    each came from. Order within a row is arbitrary until step 6 sorts it.
-  DeviceBuffer<std::uint64_t> entries(exec, nnz_nodes);
+  // 3. Fill the rows with columns (diagonal first, then both sides of every table entry) and
+  //    sort each row (rows are short: insertion sort). The order before the sort depends on the
+  //    threads, the sorted rows do not.
+  DeviceBuffer<index_t> node_cols;
+  Output<index_t> cols_out(exec, bs == 1 ? nnz_nodes : 0);
+  if (bs != 1) node_cols = DeviceBuffer<index_t>(exec, nnz_nodes);
+  index_t* cols = bs == 1 ? cols_out.get() : node_cols.data();
   {
-    DeviceBuffer<index_t> cursor(exec, num_nodes);
-    exec.context().copy_on_device(cursor.data(), off, sizeof(index_t) * num_nodes);
+    DeviceBuffer<index_t> cursor(exec, nn);
     index_t* cur = cursor.data();
-    std::uint64_t* e = entries.data();
-    Launch::for_each(exec, num_nodes, [=] FEM_HD(std::size_t r) {
-      e[A::fetch_add(&cur[r], index_t{1})] = (std::uint64_t(r) << 32) | diagonal_tag;
+    Launch::for_each(exec, nn, [=] FEM_HD(std::size_t r) {
+      cols[off[r]] = static_cast<index_t>(r);
+      cur[r] = off[r] + 1;
     });
-    const std::uint64_t* pk = pair_key.data();
-    Launch::for_each(exec, npair_unique, [=] FEM_HD(std::size_t p) {
-      const index_t lo = pair_first(pk[p]), hi = pair_second(pk[p]);
-      if (lo == hi) return;
-      e[A::fetch_add(&cur[lo], index_t{1})] = (std::uint64_t(hi) << 32) | std::uint32_t(2 * p);
-      e[A::fetch_add(&cur[hi], index_t{1})] = (std::uint64_t(lo) << 32) | std::uint32_t(2 * p + 1);
+    const Ref t = table;
+    Launch::for_each(exec, capacity, [=] FEM_HD(std::size_t s) {
+      const std::uint64_t key = t.keys[s];
+      if (key == KeyTraits<std::uint64_t>::empty) return;
+      const index_t lo = pair_first(key), hi = pair_second(key);
+      cols[A::fetch_add(&cur[lo], index_t{1})] = hi;
+      cols[A::fetch_add(&cur[hi], index_t{1})] = lo;
     });
-  }
-
-  // 6. Sort each row by column (rows are short: insertion sort), then record where each pair
-  //    side and each diagonal landed.
-  DeviceBuffer<index_t> node_cols(exec, nnz_nodes), pair_slot(exec, 2 * npair_unique), diag_slot(exec, num_nodes);
-  {
-    std::uint64_t* e = entries.data();
-    index_t* cols = node_cols.data();
-    index_t* ps = pair_slot.data();
-    index_t* ds = diag_slot.data();
-    Launch::for_each(exec, num_nodes, [=] FEM_HD(std::size_t r) {
+    Launch::for_each(exec, nn, [=] FEM_HD(std::size_t r) {
       const index_t b = off[r], end = off[r + 1];
       for (index_t i = b + 1; i < end; ++i) {
-        const std::uint64_t x = e[i];
+        const index_t c = cols[i];
         index_t j = i;
-        for (; j > b && e[j - 1] > x; --j) e[j] = e[j - 1];
-        e[j] = x;
-      }
-      for (index_t k = b; k < end; ++k) {
-        cols[k] = static_cast<index_t>(e[k] >> 32);
-        const std::uint32_t tag = static_cast<std::uint32_t>(e[k]);
-        if (tag == diagonal_tag)
-          ds[r] = k;
-        else
-          ps[tag] = k;
+        for (; j > b && cols[j - 1] > c; --j) cols[j] = cols[j - 1];
+        cols[j] = c;
       }
     });
   }
-  entries.reset();
-  pair_key.reset();
+  table_keys.reset();
 
-  // 7. The element-to-slot map, expanded to blocks: local DOF a*bs+ca of a cell is component ca
-  //    of its node a. Row (node r, component c) starts at off[r]*bs*bs + c*len(r)*bs.
+  // 4. The element-to-slot map.
   const int n = npc * bs;
   Output<index_t> slots(exec, nc * n * n);
-  {
-    const std::uint32_t* id = ids.data();
-    const index_t* ps = pair_slot.data();
-    const index_t* ds = diag_slot.data();
-    index_t* out = slots.get();
-    Launch::for_each(exec, nc, [=] FEM_HD(std::size_t c) {
-      const index_t* v = cells + c * npc;
-      const std::uint32_t* cell_ids = id + c * npairs;
-      index_t* cell_out = out + c * n * n;
-      // Node-level slots, written straight into the output when bs == 1 (else expanded below).
-      for (int a = 0; a < npc; ++a) cell_out[a * n + a] = ds[v[a]];
-      for (int a = 0, q = 0; a < npc; ++a)
-        for (int b = a + 1; b < npc; ++b, ++q) {
-          const std::uint32_t p = cell_ids[q];
-          const index_t lo_side = ps[2 * p], hi_side = ps[2 * p + 1];  // row min(v), row max(v)
-          if (v[a] == v[b]) {
-            cell_out[a * n + b] = cell_out[b * n + a] = ds[v[a]];
-          } else if (v[a] < v[b]) {
-            cell_out[a * n + b] = lo_side;
-            cell_out[b * n + a] = hi_side;
-          } else {
-            cell_out[a * n + b] = hi_side;
-            cell_out[b * n + a] = lo_side;
-          }
-        }
-      if (bs == 1) return;
-      // Expand in place, last block first, so node slots are read before they are overwritten.
-      for (int a = npc - 1; a >= 0; --a)
-        for (int b = npc - 1; b >= 0; --b) {
-          const index_t node_slot = cell_out[a * n + b];
-          const index_t row_begin = off[v[a]], len = off[v[a] + 1] - row_begin;
-          const index_t pos = node_slot - row_begin;
-          for (int ca = bs - 1; ca >= 0; --ca)
-            for (int cb = bs - 1; cb >= 0; --cb)
-              cell_out[(a * bs + ca) * n + b * bs + cb] = row_begin * bs * bs + ca * len * bs + pos * bs + cb;
-        }
-    });
-  }
+  with_nodes_per_cell(npc, [&]<int NPC>() {
+    cell_slots<Launch, NPC>(exec, cells, nc, npc, bs, off, cols, static_cast<index_t>(nnz_nodes), slots.get());
+  });
 
-  // 8. The block-expanded pattern (for bs = 1, the node pattern itself).
+  // 5. The pattern: for bs = 1 the node pattern itself (already in the outputs), else expanded.
   Connectivity result;
-  const auto nrows = static_cast<std::size_t>(num_nodes) * bs;
-  Output<index_t> row_offsets(exec, nrows + 1), col_indices(exec, nnz_nodes * bs * bs);
+  const std::size_t nrows = nn * bs;
   if (bs == 1) {
-    exec.context().copy_on_device(row_offsets.get(), off, sizeof(index_t) * (nrows + 1));
-    exec.context().copy_on_device(col_indices.get(), node_cols.data(), sizeof(index_t) * nnz_nodes);
+    result.pattern = std::make_shared<const CsrPattern>(num_nodes, num_nodes, offsets_out.take(), cols_out.take());
   } else {
-    const index_t* cols = node_cols.data();
+    Output<index_t> row_offsets(exec, nrows + 1), col_indices(exec, nnz_nodes * bs * bs);
+    const index_t* nc_cols = node_cols.data();
     index_t* ro = row_offsets.get();
     index_t* co = col_indices.get();
     const auto total = static_cast<index_t>(nnz_nodes * bs * bs);
-    Launch::for_each(exec, num_nodes, [=] FEM_HD(std::size_t r) {
+    Launch::for_each(exec, nn, [=] FEM_HD(std::size_t r) {
       const index_t len = off[r + 1] - off[r];
       for (int c = 0; c < bs; ++c) {
         const index_t start = off[r] * bs * bs + c * len * bs;
         ro[r * bs + c] = start;
         index_t k = start;
         for (index_t kk = off[r]; kk < off[r + 1]; ++kk)
-          for (int cb = 0; cb < bs; ++cb) co[k++] = cols[kk] * bs + cb;
+          for (int cb = 0; cb < bs; ++cb) co[k++] = nc_cols[kk] * bs + cb;
       }
-      if (r + 1 == static_cast<std::size_t>(num_nodes)) ro[nrows] = total;
+      if (r + 1 == nn) ro[nrows] = total;
     });
+    const auto rows = static_cast<index_t>(nrows);
+    result.pattern = std::make_shared<const CsrPattern>(rows, rows, row_offsets.take(), col_indices.take());
   }
-
-  const auto rows = static_cast<index_t>(nrows);
-  result.pattern = std::make_shared<const CsrPattern>(rows, rows, row_offsets.take(), col_indices.take());
   result.element_slots = slots.take();
   result.dofs_per_cell = n;
   return result;

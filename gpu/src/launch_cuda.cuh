@@ -18,6 +18,7 @@ __global__ void for_each_kernel(std::size_t n, F f) {
 
 struct CudaLaunch {
   using Atomics = DeviceAtomics;
+  static constexpr bool has_row_positions = false;  // a thread scans its rows column by column
 
   template <class F>
   static void for_each(const Executor& exec, std::size_t n, F f) {

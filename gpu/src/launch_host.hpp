@@ -2,8 +2,10 @@
 // the host twin and by the debug device, whose "device" buffers are host memory).
 #pragma once
 
+#include <emmintrin.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -14,6 +16,7 @@ namespace fem::gpu::detail {
 
 struct HostLaunch {
   using Atomics = HostAtomics;
+  static constexpr bool has_row_positions = true;
 
   template <class F>
   static void for_each(const Executor&, std::size_t n, F f) {
@@ -26,6 +29,32 @@ struct HostLaunch {
     }
 #pragma omp parallel for schedule(static)
     for (std::int64_t i = 0; i < nn; ++i) f(static_cast<std::size_t>(i));
+  }
+
+  /// pos[j] = the position of nodes[j] in the sorted row cols[b, e) (where present; else left
+  /// as it was), for j < m. SSE2: each 4-column chunk is compared with every node at once;
+  /// rows of up to 8 columns (P1 in 2D) take no data-dependent branch. `end` bounds the cols
+  /// array: chunks past it are read one column at a time.
+  static void row_positions(const index_t* cols, index_t b, index_t e, index_t end, const index_t* nodes, int m,
+                            index_t* pos) {
+    for (index_t k = b; k < e; k += 8) {
+      const int valid = (1 << std::min<index_t>(8, e - k)) - 1;
+      if (k + 8 > end) {  // the last row(s) of the array: no over-read
+        for (int i = 0; i < 8 && k + i < e; ++i)
+          for (int j = 0; j < m; ++j)
+            if (cols[k + i] == nodes[j]) pos[j] = k + i;
+        continue;
+      }
+      const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cols + k));
+      const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cols + k + 4));
+      for (int j = 0; j < m; ++j) {
+        const __m128i x = _mm_set1_epi32(nodes[j]);
+        const int hit = (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(lo, x))) |
+                         (_mm_movemask_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(hi, x))) << 4)) &
+                        valid;
+        pos[j] = hit ? k + __builtin_ctz(static_cast<unsigned>(hit)) : pos[j];
+      }
+    }
   }
 
   /// data[0..n) becomes its exclusive prefix sum; returns the total.

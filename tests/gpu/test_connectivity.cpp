@@ -108,6 +108,31 @@ TEST_P(ConnectivityTest, PatternAndSlotsMatchSortUnique) {
   }
 }
 
+// Inputs that stress the builder's fast paths: a fan whose centre is shared by 3000 triangles
+// (one row of 3001 columns: its pairs overflow any row-local window, so the table falls back to
+// hashed home slots; long rows take the chunked row scan), a mesh with its nodes numbered at
+// random (no locality at all), and cells that repeat a node.
+TEST_P(ConnectivityTest, DegenerateInputsMatchSortUnique) {
+  FEM_TEST_EXECUTOR(GetParam(), exec);
+  DofMap fan{{}, 3, 3001};
+  for (index_t i = 1; i <= 3000; ++i) fan.cell_nodes.insert(fan.cell_nodes.end(), {0, i, i % 3000 + 1});
+  expect_matches_reference(build_connectivity(exec, fan.cell_nodes, 3, fan.num_nodes, 1), fan, 1);
+
+  DofMap shuffled = p1(fem::mesh::unit_cube(CellType::tet4, 4));
+  std::vector<index_t> perm(shuffled.num_nodes);
+  for (index_t i = 0; i < shuffled.num_nodes; ++i) perm[i] = i;
+  std::uint64_t state = 12345;
+  for (index_t i = shuffled.num_nodes - 1; i > 0; --i) {  // Fisher-Yates with a fixed LCG
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    std::swap(perm[i], perm[(state >> 33) % (i + 1)]);
+  }
+  for (auto& v : shuffled.cell_nodes) v = perm[v];
+  expect_matches_reference(build_connectivity(exec, shuffled.cell_nodes, 4, shuffled.num_nodes, 2), shuffled, 2);
+
+  const DofMap repeated{{0, 1, 1, 1, 2, 3, 3, 3, 3}, 3, 4};
+  expect_matches_reference(build_connectivity(exec, repeated.cell_nodes, 3, repeated.num_nodes, 1), repeated, 1);
+}
+
 TEST_P(ConnectivityTest, SameResultOnEveryExecutor) {
   FEM_TEST_EXECUTOR(GetParam(), exec);
   const DofMap d = p2(fem::mesh::unit_cube(CellType::tet4, 3));

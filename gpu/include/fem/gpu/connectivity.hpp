@@ -32,9 +32,12 @@ struct Connectivity {
 /// numbered node·b + k, and a cell's local DOF i·b + k belongs to its node i (the layout of
 /// vector-valued spaces). Every row has its diagonal; columns are sorted.
 ///
-/// Built with the hash table: every unordered pair of distinct nodes of a cell is inserted
-/// (insert_unique numbers them), the unique pairs fill the CSR rows, and each element entry is
-/// looked up once through its pair id.
+/// Built with the hash table: every unordered pair of distinct nodes of a cell is inserted into
+/// a table of (smaller, larger) node keys whose home slots are row-local (a pair probes from a
+/// window owned by its smaller node, so the pairs of neighbouring cells share cache lines; a
+/// pathological numbering falls back to hashed slots). The unique keys fill the CSR rows, each
+/// row is sorted, and each element entry is then looked up once in its sorted row. No array is
+/// kept per pair occurrence. The result does not depend on the thread count or the executor.
 Connectivity build_connectivity(const Executor& exec, std::span<const index_t> cell_nodes, int nodes_per_cell,
                                 index_t num_nodes, int block_size = 1);
 

@@ -58,6 +58,14 @@ struct TableRef {
   K* keys = nullptr;
   V* values = nullptr;
   std::uint64_t mask = 0;  ///< capacity - 1, capacity a power of two
+  /// 0: hashed home slots. Else (64-bit (row, col) keys only) row-local home slots: a pair's
+  /// probing starts in a window of 2^window_shift slots owned by its row, so the pairs of
+  /// neighbouring rows (neighbouring cells of a mesh) share cache lines instead of each costing
+  /// a DRAM round trip. Needs num_rows << window_shift <= capacity.
+  std::uint32_t window_shift = 0;
+  /// Inserts give up (report `full`) after this many probes; 0: the whole capacity. Bounds the
+  /// cost of a degenerate input (a node shared by very many cells) under row-local home slots.
+  std::uint32_t probe_limit = 0;
 };
 
 struct ProbeResult {
@@ -115,7 +123,12 @@ struct HostAtomics {
     return std::atomic_ref<T>(*p).fetch_add(v, std::memory_order_relaxed);
   }
   /// Set by the host launcher for loops it runs on a single thread.
+  // initial-exec: a plain %fs-relative load in the hot loops instead of a __tls_get_addr call.
+#if defined(__NVCC__)
   static inline thread_local bool serial = false;
+#else
+  static inline thread_local bool serial [[gnu::tls_model("initial-exec")]] = false;
+#endif
   static void fence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
   static void pause() { __builtin_ia32_pause(); }
 };
@@ -165,6 +178,13 @@ struct DeviceAtomics {
 /// The slot where probing for `key` starts.
 template <class K, class V>
 FEM_HD_INLINE std::uint64_t home_slot(const TableRef<K, V>& t, const K& key) {
+  if constexpr (std::is_same_v<K, std::uint64_t>) {
+    if (t.window_shift) {
+      // Fibonacci hashing of the column picks the slot inside the row's window.
+      const std::uint32_t col = std::uint32_t(key) * 0x9E3779B1u;
+      return (((key >> 32) << t.window_shift) + (col >> (32 - t.window_shift))) & t.mask;
+    }
+  }
   return KeyTraits<K>::hash(key) & t.mask;
 }
 
@@ -173,7 +193,8 @@ FEM_HD_INLINE std::uint64_t home_slot(const TableRef<K, V>& t, const K& key) {
 template <class A, class K, class V>
 FEM_HD_INLINE ProbeResult insert_key(const TableRef<K, V>& t, const K& key) {
   std::uint64_t slot = home_slot(t, key);
-  for (std::uint32_t probes = 1; probes <= t.mask + 1; ++probes) {
+  const std::uint64_t limit = t.probe_limit ? t.probe_limit : t.mask + 1;
+  for (std::uint32_t probes = 1; probes <= limit; ++probes) {
     if constexpr (std::is_same_v<K, std::uint64_t>) {
       std::uint64_t cur = A::load(&t.keys[slot]);
       if (cur == key) return {std::uint32_t(slot), probes, false, false};
@@ -203,7 +224,7 @@ FEM_HD_INLINE ProbeResult insert_key(const TableRef<K, V>& t, const K& key) {
     }
     slot = (slot + 1) & t.mask;
   }
-  return {0, std::uint32_t(t.mask + 1), false, true};
+  return {0, std::uint32_t(limit), false, true};
 }
 
 /// The slot holding `key`, or not_found. Only valid when no insert runs concurrently.
