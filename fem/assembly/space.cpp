@@ -78,26 +78,33 @@ DofMap build_dofmap(const Mesh& mesh, int degree) {
     if (with_cell_nodes) out[npc - 1] = first_cell_node + c;
   }
 
-  // Node coordinates through each cell's geometry map (curved second-order cells included).
+  // Node coordinates: vertex nodes are mesh nodes (copied once per node); the other nodes
+  // (edge and cell nodes of P2/Q2) go through each cell's geometry map, so they sit on curved
+  // second-order cells.
   const int gdim = mesh.gdim(), ng = mesh.nodes_per_cell();
-  d.coordinates.assign(static_cast<std::size_t>(d.num_nodes) * gdim, 0.0);
-  const auto ref = reference_nodes(e);
-  std::vector<double> psi(ng), dpsi(ng * 3);
-  std::vector<std::vector<double>> psi_at(npc);
-  for (int k = 0; k < npc; ++k) {
-    FEM_EXPECTS(lagrange_eval(mesh.cell_type(), ref[k].data(), psi.data(), dpsi.data()),
-                "{}: no geometry map for {} cells", where(mesh), info.name);
-    psi_at[k] = psi;
-  }
-  for (index_t c = 0; c < nc; ++c)
-    for (int k = 0; k < npc; ++k) {
-      double* x = &d.coordinates[static_cast<std::size_t>(d.cell_nodes[static_cast<std::size_t>(c) * npc + k]) * gdim];
-      for (int d2 = 0; d2 < gdim; ++d2) {
-        double s = 0;
-        for (int g = 0; g < ng; ++g) s += psi_at[k][g] * mesh.node(mesh.cell(c)[g])[d2];
-        x[d2] = s;
-      }
+  d.coordinates.resize(static_cast<std::size_t>(d.num_nodes) * gdim);
+  for (index_t i = 0; i < mesh.num_nodes(); ++i)
+    if (d.vertex_node[i] >= 0)
+      for (int k = 0; k < gdim; ++k) d.coordinates[static_cast<std::size_t>(d.vertex_node[i]) * gdim + k] = mesh.node(i)[k];
+  if (npc > nv) {
+    const auto ref = reference_nodes(e);
+    std::vector<double> psi(ng), dpsi(ng * 3);
+    std::vector<std::vector<double>> psi_at(npc);
+    for (int k = nv; k < npc; ++k) {
+      FEM_EXPECTS(lagrange_eval(mesh.cell_type(), ref[k].data(), psi.data(), dpsi.data()),
+                  "{}: no geometry map for {} cells", where(mesh), info.name);
+      psi_at[k] = psi;
     }
+    for (index_t c = 0; c < nc; ++c)
+      for (int k = nv; k < npc; ++k) {
+        double* x = &d.coordinates[static_cast<std::size_t>(d.cell_nodes[static_cast<std::size_t>(c) * npc + k]) * gdim];
+        for (int d2 = 0; d2 < gdim; ++d2) {
+          double s = 0;
+          for (int g = 0; g < ng; ++g) s += psi_at[k][g] * mesh.node(mesh.cell(c)[g])[d2];
+          x[d2] = s;
+        }
+      }
+  }
   return d;
 }
 
