@@ -144,7 +144,6 @@ class CellEvaluator {
         coords_(mesh.coords().data()),
         tags_(mesh.cell_tags().data()),
         dofs_(dofmap.cell_nodes.data()),
-        gdim_(mesh.gdim()),
         mesh_(mesh),
         u_global_(u.empty() ? nullptr : u.data()) {
     if constexpr (NQ == 0) {
@@ -172,7 +171,7 @@ class CellEvaluator {
     const index_t* nodes = cells_ + static_cast<std::size_t>(c) * ng;
     double X[ng][dim];
     for (int g = 0; g < ng; ++g)
-      for (int d = 0; d < dim; ++d) X[g][d] = coords_[static_cast<std::size_t>(nodes[g]) * gdim_ + d];
+      for (int d = 0; d < dim; ++d) X[g][d] = coords_[static_cast<std::size_t>(nodes[g]) * dim + d];  // gdim == dim
     double J[dim * dim], K[dim * dim], det = 0;
     // Affine maps and P1 elements have constant reference gradients: evaluated here, inline,
     // they are compile-time constants and the Jacobian folds to a few subtractions.
@@ -259,7 +258,6 @@ class CellEvaluator {
   const double* coords_;
   const int* tags_;
   const index_t* dofs_;
-  int gdim_;
   const Mesh& mesh_;
   const double* u_global_;
   double weight_[max_q], grad_[(const_grad ? 1 : max_q) * n * dim], x_[max_q * dim];
