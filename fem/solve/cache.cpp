@@ -60,9 +60,34 @@ std::unique_ptr<Factorization> make_with_cached_symbolic(Store& store, const Csr
   return f;
 }
 
+// `retired`, refactorized in place with `matrix`, when that is safe and fits; else nullptr.
+// `retired` is released either way.
+std::shared_ptr<const Factorization> recycle(Store& store,
+                                             std::shared_ptr<const Factorization>& retired,
+                                             const CsrMatrix& matrix, Backend backend) {
+  std::shared_ptr<const Factorization> old = std::move(retired);
+  // The last holder: nobody else can see the object change (a copy needs an existing holder).
+  if (!old || old.use_count() != 1 || old->backend() != backend || !old->factorized() ||
+      !old->symbolic())
+    return nullptr;
+  const Symbolic& symbolic = *old->symbolic();
+  if (symbolic.pattern_ptr() != matrix.pattern_ptr() &&
+      !symbolic.pattern().same_structure(matrix.pattern()))
+    return nullptr;
+  // Made non-const (make_factorization) and published as const: casting back is sound.
+  auto f = std::const_pointer_cast<Factorization>(std::move(old));
+  const Result r = f->factorize(matrix);
+  store.count("solve.factorizations");
+  store.count("solve.refactorizations");
+  store.count("solve.recycled");
+  if (!r.ok()) return nullptr;  // the normal path tries again (and falls back when automatic)
+  return f;
+}
+
 std::shared_ptr<const Factorization> compute_cached(Store& store, const std::string& key,
                                                     const CsrMatrix& matrix,
-                                                    const Options& options) {
+                                                    const Options& options,
+                                                    std::shared_ptr<const Factorization> retired) {
   if (matrix.rows() != matrix.cols())
     throw DimensionMismatch(fmt::format("solve: the matrix under '{}' is {} x {}, not square",
                                         key, matrix.rows(), matrix.cols()));
@@ -76,6 +101,7 @@ std::shared_ptr<const Factorization> compute_cached(Store& store, const std::str
   } else {
     candidates.push_back(options.backend);
   }
+  if (auto f = recycle(store, retired, matrix, candidates.front())) return f;
   Result result;
   for (std::size_t c = 0; c < candidates.size(); ++c) {
     auto f = make_with_cached_symbolic(store, matrix, candidates[c], options, result);
@@ -102,12 +128,13 @@ std::shared_ptr<const Factorization> compute_cached(Store& store, const std::str
                                    to_string(result.status), result.reason));
 }
 
-Cached cached(Store& store, const std::string& key, const Options& options) {
+Cached cached(Store& store, const std::string& key, const Options& options,
+              std::shared_ptr<const Factorization> retired = nullptr) {
   auto [matrix, version] = store.get_versioned<CsrMatrix>(key);
   bool computed = false;
   auto f = store.get_or_compute<Factorization>(factor_key(key, options), {{key, version}}, [&] {
     computed = true;
-    return compute_cached(store, key, *matrix, options);
+    return compute_cached(store, key, *matrix, options, std::move(retired));
   });
   store.count(computed ? "solve.cache_misses" : "solve.cache_hits");
   return {std::move(matrix), std::move(f)};
@@ -166,6 +193,11 @@ std::shared_ptr<const Factorization> factorization(Store& store, const std::stri
 std::shared_ptr<const Factorization> factorization(const std::string& key,
                                                    const Options& options) {
   return factorization(fem::store(), key, options);
+}
+std::shared_ptr<const Factorization> factorization(Store& store, const std::string& key,
+                                                   std::shared_ptr<const Factorization> retired,
+                                                   const Options& options) {
+  return cached(store, key, options, std::move(retired)).factorization;
 }
 
 SolveReport solve(Store& store, const std::string& key, std::span<const double> b,

@@ -121,14 +121,16 @@ double estimated_dimension(const CsrPattern& pattern) {
 }  // namespace
 
 // Nested dissection pays off early in 3D (large separators' fill grows fastest), only for
-// large problems in 2D (measured in bench/solve; see docs/solve.md).
+// very large problems in 2D: at 1.05M DOFs (2D P1) METIS' ordering costs 4.7 s against AMD's
+// 0.5 s, for 21 instead of 27 GFlop per factorization that CHOLMOD runs in the same time
+// (bench/newton; see docs/solve.md).
 Ordering detail::resolve_ordering(Backend backend, Ordering requested, const CsrPattern& pattern) {
   if (requested != Ordering::automatic) return requested;
   const index_t n = pattern.rows();
   bool big = false;
   if (n >= 10000) {
     const double dimension = estimated_dimension(pattern);
-    big = dimension > 2.5 ? n >= 10000 : n >= 200000;
+    big = dimension > 2.5 ? n >= 10000 : n >= 4000000;
   }
   (void)backend;  // FE patterns are (nearly) symmetric: AMD on A + Aᵀ beats COLAMD for LU too
   if (big && available(Ordering::metis)) return Ordering::metis;

@@ -195,6 +195,15 @@ std::shared_ptr<const Factorization> factorization(Store& store, const std::stri
                                                    const Options& options = {});
 std::shared_ptr<const Factorization> factorization(const std::string& key,
                                                    const Options& options = {});
+/// The same, recycling `retired`: when a new factorization is needed and `retired` is the last
+/// holder of a factorization of the same pattern with the same backend (e.g. the previous
+/// Newton iteration's, dropped from the store when its matrix was replaced), the new values are
+/// factorized into its memory (a numeric refactorization in place: no allocation, no copy of
+/// the analysis) and that object is published. Otherwise `retired` is released and a new one is
+/// made. Counted in `solve.recycled`.
+std::shared_ptr<const Factorization> factorization(Store& store, const std::string& key,
+                                                   std::shared_ptr<const Factorization> retired,
+                                                   const Options& options = {});
 
 /// x with A x = b, A the matrix under `key`. Throws NumericalError on failure.
 std::vector<double> solve(Store& store, const std::string& key, std::span<const double> b,
