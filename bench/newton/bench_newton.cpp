@@ -79,6 +79,7 @@ void BM_Newton(benchmark::State& state) {
   if (variant == lagged) o.lagging = {3, 0.5};  // up to 3 uses, refreshed early when ‖F‖ drops by less than half
   int iterations = 0;
   std::int64_t factorizations = 0, symbolic = 0;
+  nt::Timings phases;  // of the last repetition (Newton's own split; not for the naive loop)
   double seconds = 0;  // of the last repetition
   fem::bench::reset_peak_memory();
   for (auto _ : state) {
@@ -95,6 +96,7 @@ void BM_Newton(benchmark::State& state) {
       const auto r = nt::solve(problem, u, o);
       if (!r.converged) state.SkipWithError(std::string(nt::to_string(r.reason)).c_str());
       iterations = r.iterations;
+      phases = r.timings;
       factorizations = store.counter("solve.factorizations") - f0;
       symbolic = store.counter("solve.symbolic_analyses") - s0;
     }
@@ -109,6 +111,13 @@ void BM_Newton(benchmark::State& state) {
   state.counters["factorizations"] = static_cast<double>(factorizations);
   state.counters["symbolic"] = static_cast<double>(symbolic);
   state.counters["s/iteration"] = seconds / std::max(iterations, 1);
+  if (variant != naive) {
+    state.counters["residual_s"] = phases.residual;
+    state.counters["jacobian_s"] = phases.jacobian;
+    state.counters["factorize_s"] = phases.factorization;
+    state.counters["solve_s"] = phases.solve;
+    state.counters["other_s"] = phases.other;
+  }
   state.counters["DOF/s"] = benchmark::Counter(static_cast<double>(ndofs), benchmark::Counter::kIsIterationInvariantRate);
   fem::bench::report_peak_memory(state);
 }

@@ -54,49 +54,125 @@ Neumann Neumann::scalar(std::vector<int> tags, Function g) {
   return {std::move(tags), [g = std::move(g)](const double* x, double* v) { v[0] = g(x); }};
 }
 
+namespace {
+
+// The flux a = k·∇u of the quasilinear forms at one point (k = k(u), dk = k'(u)).
+inline void linear_flux(double k, double dk, const double* g, int dim, double* a, double* da_du, double* da_dg) {
+  for (int d = 0; d < dim; ++d) {
+    a[d] = k * g[d];
+    da_du[d] = dk * g[d];
+    for (int e = 0; e < dim; ++e) da_dg[d * dim + e] = d == e ? k : 0.0;
+  }
+}
+
+// The p-Laplacian's flux (ε² + |∇u|²)^((p-2)/2) ∇u at one point.
+inline void p_flux(double p, double eps2, const double* g, int dim, double* a, double* da_du, double* da_dg) {
+  double g2 = eps2;
+  for (int d = 0; d < dim; ++d) g2 += g[d] * g[d];
+  const double m = std::pow(g2, 0.5 * (p - 2)), dm = (p - 2) * std::pow(g2, 0.5 * (p - 4));
+  for (int d = 0; d < dim; ++d) {
+    a[d] = m * g[d];
+    da_du[d] = 0;
+    for (int e = 0; e < dim; ++e) da_dg[d * dim + e] = (d == e ? m : 0.0) + dm * g[d] * g[e];
+  }
+}
+
+// A source -f(x) as the reaction (no dependence on u).
+inline void source_reaction(const Function& f, const double* x, int dim, double* s, double* ds_du, double* ds_dg) {
+  *s = f ? -f(x) : 0.0;
+  *ds_du = 0;
+  for (int d = 0; d < dim; ++d) ds_dg[d] = 0;
+}
+
+}  // namespace
+
 NonlinearForm quasilinear(std::function<double(double)> k, std::function<double(double)> dk_du, Function f) {
   NonlinearForm form;
   form.flux = [k, dk_du](const double*, double u, const double* g, int dim, double* a, double* da_du, double* da_dg) {
-    const double ku = k(u), dku = dk_du(u);
-    for (int d = 0; d < dim; ++d) {
-      a[d] = ku * g[d];
-      da_du[d] = dku * g[d];
-      for (int e = 0; e < dim; ++e) da_dg[d * dim + e] = d == e ? ku : 0.0;
-    }
+    linear_flux(k(u), dk_du(u), g, dim, a, da_du, da_dg);
   };
   form.reaction = [f](const double* x, double, const double*, int dim, double* s, double* ds_du, double* ds_dg) {
-    *s = f ? -f(x) : 0.0;
-    *ds_du = 0;
-    for (int d = 0; d < dim; ++d) ds_dg[d] = 0;
+    source_reaction(f, x, dim, s, ds_du, ds_dg);
   };
+  form.batch = [k, dk_du, f](int points, int dim, const double* x, const double* u, const double* g, double* a,
+                             double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg) {
+    if (!da_du) {  // values only
+      for (int q = 0; q < points; ++q) {
+        const int v = q * dim;
+        const double kq = k(u[q]);
+        for (int d = 0; d < dim; ++d) a[v + d] = kq * g[v + d];
+        s[q] = f ? -f(x + v) : 0.0;
+      }
+      return;
+    }
+    for (int q = 0; q < points; ++q) {
+      const int v = q * dim;
+      linear_flux(k(u[q]), dk_du(u[q]), g + v, dim, a + v, da_du + v, da_dg + v * dim);
+      source_reaction(f, x ? x + v : nullptr, dim, s + q, ds_du + q, ds_dg + v);
+    }
+  };
+  form.uses_points = f != nullptr;
   return form;
 }
 
 NonlinearForm bratu(double lambda) {
-  NonlinearForm form = quasilinear([](double) { return 1.0; }, [](double) { return 0.0; }, nullptr);
+  NonlinearForm form;
+  form.flux = [](const double*, double, const double* g, int dim, double* a, double* da_du, double* da_dg) {
+    linear_flux(1.0, 0.0, g, dim, a, da_du, da_dg);
+  };
   form.reaction = [lambda](const double*, double u, const double*, int dim, double* s, double* ds_du, double* ds_dg) {
     const double e = std::exp(u);
     *s = -lambda * e;
     *ds_du = -lambda * e;
     for (int d = 0; d < dim; ++d) ds_dg[d] = 0;
   };
+  form.batch = [lambda](int points, int dim, const double*, const double* u, const double* g, double* a,
+                        double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg) {
+    if (!da_du) {  // values only
+      for (int q = 0; q < points; ++q) {
+        for (int d = 0; d < dim; ++d) a[q * dim + d] = g[q * dim + d];
+        s[q] = -lambda * std::exp(u[q]);
+      }
+      return;
+    }
+    for (int q = 0; q < points; ++q) {
+      const int v = q * dim;
+      linear_flux(1.0, 0.0, g + v, dim, a + v, da_du + v, da_dg + v * dim);
+      const double e = std::exp(u[q]);
+      s[q] = -lambda * e;
+      ds_du[q] = -lambda * e;
+      for (int d = 0; d < dim; ++d) ds_dg[v + d] = 0;
+    }
+  };
+  form.uses_points = false;
   return form;
 }
 
 NonlinearForm p_laplacian(double p, Function f, double epsilon) {
   FEM_EXPECTS(p > 1, "the p-Laplacian needs p > 1, not {}", p);
-  NonlinearForm form = quasilinear([](double) { return 1.0; }, [](double) { return 0.0; }, std::move(f));
-  form.flux = [p, eps2 = epsilon * epsilon](const double*, double, const double* g, int dim, double* a, double* da_du,
-                                            double* da_dg) {
-    double g2 = eps2;
-    for (int d = 0; d < dim; ++d) g2 += g[d] * g[d];
-    const double m = std::pow(g2, 0.5 * (p - 2)), dm = (p - 2) * std::pow(g2, 0.5 * (p - 4));
-    for (int d = 0; d < dim; ++d) {
-      a[d] = m * g[d];
-      da_du[d] = 0;
-      for (int e = 0; e < dim; ++e) da_dg[d * dim + e] = (d == e ? m : 0.0) + dm * g[d] * g[e];
+  NonlinearForm form;
+  const double eps2 = epsilon * epsilon;
+  form.flux = [p, eps2](const double*, double, const double* g, int dim, double* a, double* da_du, double* da_dg) {
+    p_flux(p, eps2, g, dim, a, da_du, da_dg);
+  };
+  form.reaction = [f](const double* x, double, const double*, int dim, double* s, double* ds_du, double* ds_dg) {
+    source_reaction(f, x, dim, s, ds_du, ds_dg);
+  };
+  form.batch = [p, eps2, f](int points, int dim, const double* x, const double*, const double* g, double* a,
+                            double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg) {
+    double scratch[3 + 9];  // the derivatives, when only values are wanted
+    for (int q = 0; q < points; ++q) {
+      const int v = q * dim;
+      if (da_du) {
+        p_flux(p, eps2, g + v, dim, a + v, da_du + v, da_dg + v * dim);
+        source_reaction(f, x ? x + v : nullptr, dim, s + q, ds_du + q, ds_dg + v);
+      } else {
+        p_flux(p, eps2, g + v, dim, a + v, scratch, scratch + 3);
+        s[q] = f ? -f(x + v) : 0.0;
+      }
     }
   };
+  form.uses_points = f != nullptr;
   return form;
 }
 

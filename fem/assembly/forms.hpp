@@ -103,8 +103,22 @@ struct NonlinearForm {
                                   double* da_du, double* da_dg)>;
   using Reaction = std::function<void(const double* x, double u, const double* grad_u, int dim, double* s,
                                       double* ds_du, double* ds_dg)>;
+  /// Flux and reaction at all `points` quadrature points of a cell in one call: the same values
+  /// as `flux` and `reaction`, point after point (x[q·dim + d] or nullptr when !uses_points,
+  /// u[q], grad_u[q·dim + d]; out: a and da_du [q·dim + d], da_dg [(q·dim + d)·dim + e], s and
+  /// ds_du [q], ds_dg [q·dim + d]). For a residual alone da_du, da_dg, ds_du and ds_dg are
+  /// nullptr: only a and s are wanted.
+  using Batch = std::function<void(int points, int dim, const double* x, const double* u, const double* grad_u,
+                                   double* a, double* da_du, double* da_dg, double* s, double* ds_du,
+                                   double* ds_dg)>;
   Flux flux;
   Reaction reaction;
+  /// Optional: one call per cell instead of two per quadrature point (16 points per triangle at
+  /// the default degree 4), which is what Newton's assembled problems use when it is set. The
+  /// library's forms set it; a form that changes flux or reaction must reset or replace it.
+  Batch batch;
+  /// Whether flux, reaction and batch read x; false spares computing the quadrature points.
+  bool uses_points = true;
   /// Quadrature degree; by default 2·(degree of the space) + 2.
   std::optional<int> quadrature_degree;
 };

@@ -67,11 +67,29 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
   const std::size_t n = u.size();
 
   Result result;
+  const std::int64_t analyses_before = store.counter("solve.symbolic_analyses");
+  Timings& timings = result.timings;
+  // Wall time of one phase, added to its total.
+  auto timed = [](double& total, auto&& phase) {
+    const auto t = clock::now();
+    struct Add {
+      double& total;
+      clock::time_point t;
+      ~Add() { total += std::chrono::duration<double>(clock::now() - t).count(); }
+    } add{total, t};
+    return phase();
+  };
+  auto residual = [&](std::span<const double> x, std::span<double> out) {
+    timed(timings.residual, [&] { problem.residual(x, out); });
+  };
   std::vector<double> F(n), delta(n), trial(n), F_trial(n);
   auto finish = [&](Reason reason) {
     result.reason = reason;
     result.converged = converged(reason);
     result.seconds = std::chrono::duration<double>(clock::now() - start).count();
+    result.symbolic_analyses = static_cast<int>(store.counter("solve.symbolic_analyses") - analyses_before);
+    timings.other = std::max(0.0, result.seconds - timings.residual - timings.jacobian - timings.factorization -
+                                      timings.solve);
     store.put(problem.name + "/u", Array<double>(std::vector<double>(u.begin(), u.end())));
     store.put(problem.name + "/F", Array<double>(std::move(F)));
     return result;
@@ -81,7 +99,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
     if (options.monitor) options.monitor(it);
   };
 
-  problem.residual(u, F);
+  residual(u, F);
   double fnorm = norm(F);
   result.initial_residual_norm = result.residual_norm = fnorm;
   record({0, fnorm, 0, 0, false, std::chrono::duration<double>(clock::now() - start).count()});
@@ -99,9 +117,12 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
     const auto t0 = clock::now();
 
     auto refresh = [&]() -> bool {
-      store.put(jacobian_key, problem.jacobian(u));
+      timed(timings.jacobian, [&] { store.put(jacobian_key, problem.jacobian(u)); });
       try {
-        factors = solve::factorization(store, jacobian_key, options.linear);
+        // The put dropped the store's entry of the old factorization: when `factors` is its
+        // last holder, the solve kernel refactorizes into its memory instead of a new one.
+        timed(timings.factorization,
+              [&] { factors = solve::factorization(store, jacobian_key, std::move(factors), options.linear); });
       } catch (const NumericalError&) {
         return false;
       }
@@ -120,7 +141,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
     // Newton step and line search; a failure with a reused Jacobian retries with a fresh one.
     double lambda = 1, fnew = 0;
     for (;;) {
-      if (!factors->solve(F, delta)) {
+      if (!timed(timings.solve, [&] { return factors->solve(F, delta).ok(); })) {
         if (refreshed) return finish(Reason::diverged_linear_solve);
         if (!refresh()) return finish(Reason::diverged_linear_solve);
         refreshed = true;
@@ -130,7 +151,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
       lambda = 1;
       for (;;) {
         for (std::size_t i = 0; i < n; ++i) trial[i] = u[i] - lambda * delta[i];
-        problem.residual(trial, F_trial);
+        residual(trial, F_trial);
         fnew = norm(F_trial);
         if (options.line_search == LineSearch::none) {
           accepted = true;

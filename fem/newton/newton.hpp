@@ -94,15 +94,28 @@ struct Problem {
   Store* store = &fem::store();
 };
 
+/// Where a solve's wall time went (seconds). factorization includes the symbolic analysis when
+/// the pattern had none cached (see Result::symbolic_analyses); other is the rest (norms,
+/// updates, store bookkeeping, the monitor).
+struct Timings {
+  double residual = 0;       ///< residual evaluations (assembly of F), line search included
+  double jacobian = 0;       ///< Jacobian assembly (and its residual, when fused; see Problem)
+  double factorization = 0;  ///< numeric factorizations through the solve cache
+  double solve = 0;          ///< triangular solves
+  double other = 0;
+};
+
 struct Result {
   Reason reason = Reason::diverged_max_iterations;
   bool converged = false;
   int iterations = 0;
   int jacobian_refreshes = 0;         ///< numeric factorizations Newton asked for
+  int symbolic_analyses = 0;          ///< of the Jacobian's pattern (the store's counter moved by)
   double initial_residual_norm = 0;
   double residual_norm = 0;
   std::vector<Iteration> history;
   double seconds = 0;
+  Timings timings;
 };
 
 /// Solve F(u) = 0 from the guess in u; u holds the last iterate when it stops. On a diverged

@@ -226,6 +226,64 @@ TEST(Newton, LaggingGivesTheSameSolutionWithFewerFactorizations) {
   EXPECT_LT(lag_f, full_f);
 }
 
+TEST(Newton, AssembledKernelsAgreeWithTheAssembler) {
+  // Newton's own element kernels (batched forms, factored P1 sums) against the assembly
+  // kernel's residual_into/jacobian_into, on P1 and P2, for every library form.
+  for (int degree : {1, 2}) {
+    const std::string key = "newton/kernels/P" + std::to_string(degree);
+    const Case s = setup(fem::mesh::unit_square(CellType::tri3, 6), key, nullptr, degree);
+    const Assembler& a = *s.assembler;
+    const auto n = static_cast<std::size_t>(a.space().num_dofs());
+    std::vector<double> u(n);
+    for (std::size_t i = 0; i < n; ++i) u[i] = 0.3 * std::sin(static_cast<double>(i));
+    const Function f = [](const double* x) { return 1 + x[0] * x[1]; };
+    const std::vector<std::pair<const char*, NonlinearForm>> forms{
+        {"bratu", bratu(2.0)}, {"quasilinear", nonlinear_poisson(f)}, {"p-Laplacian", p_laplacian(3.0, f)}};
+    for (const auto& [name, form] : forms) {
+      ASSERT_TRUE(form.batch) << name;
+      // The Dirichlet rows are zeroed / set to the identity by the problem: compare the rest.
+      const nt::Problem p = nt::assembled_problem(s.assembler, form, s.bc, key + "/" + name);
+      std::vector<double> F(n), expected(n, 0.0);
+      p.residual(u, F);
+      a.residual_into(form, u, expected);
+      zero_dirichlet(s.bc.homogeneous(), expected);
+      double scale = 0, diff = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        scale = std::max(scale, std::abs(expected[i]));
+        diff = std::max(diff, std::abs(F[i] - expected[i]));
+      }
+      EXPECT_LE(diff, 1e-13 * scale) << name << " P" << degree << " residual";
+      const fem::CsrMatrix J = p.jacobian(u);
+      std::vector<double> values(a.pattern()->nnz()), scratch(n, 0.0);
+      a.jacobian_into(form, u, values);
+      apply_dirichlet(s.bc.homogeneous(), *a.pattern(), values, scratch);
+      scale = diff = 0;
+      for (std::size_t k = 0; k < values.size(); ++k) {
+        scale = std::max(scale, std::abs(values[k]));
+        diff = std::max(diff, std::abs(J.values()[k] - values[k]));
+      }
+      EXPECT_LE(diff, 1e-13 * scale) << name << " P" << degree << " Jacobian";
+    }
+  }
+}
+
+TEST(Newton, TimingsAndRecycledFactorizations) {
+  const Case s = setup(fem::mesh::unit_square(CellType::tri3, 32), "newton/timings");
+  auto& store = fem::store();
+  std::vector<double> u = initial(s);
+  const auto recycled = store.counter("solve.recycled");
+  const auto r = nt::solve(nt::assembled_problem(s.assembler, bratu(3.0), s.bc, "newton/timings"), u);
+  ASSERT_TRUE(r.converged);
+  // Every refresh after the first factorizes into the previous iteration's factorization.
+  EXPECT_EQ(store.counter("solve.recycled") - recycled, r.jacobian_refreshes - 1);
+  EXPECT_LE(r.symbolic_analyses, 1);  // 0 when another test analyzed an equal pattern
+  const nt::Timings& t = r.timings;
+  for (double x : {t.residual, t.jacobian, t.factorization, t.solve, t.other}) EXPECT_GE(x, 0.0);
+  EXPECT_GT(t.residual, 0.0);
+  EXPECT_GT(t.factorization, 0.0);
+  EXPECT_NEAR(t.residual + t.jacobian + t.factorization + t.solve + t.other, r.seconds, 1e-6 + 1e-3 * r.seconds);
+}
+
 // F(x) = (x₀² + x₁² − 4, x₀ − x₁) from the user's own callbacks: root (√2, √2).
 nt::Problem circle_problem(const std::string& name) {
   auto pattern = std::make_shared<const fem::CsrPattern>(2, 2, std::vector<fem::index_t>{0, 2, 4},
