@@ -226,6 +226,11 @@ TEST(FemNonlinear, BratuConvergesForSmallLambda) {
   EXPECT_LE(j["newton"]["iterations"].get<int>(), 6);
   EXPECT_TRUE(j["newton"]["reason"].is_string());
   EXPECT_GT(j["solution"]["max"].get<double>(), 0.05);
+  // Newton's time is split into the phases: factorizations and solves apart.
+  EXPECT_GT(j["timings"]["factorize"].get<double>(), 0.0);
+  EXPECT_GT(j["timings"]["solve"].get<double>(), 0.0);
+  EXPECT_GT(j["newton"]["timings"]["solve"].get<double>(), 0.0);
+  EXPECT_LE(j["timings"]["factorize"].get<double>(), j["newton"]["seconds"].get<double>());
   // With a fixed lag of 3 and a line search it converges too, with fewer factorizations.
   const auto lagged =
       run_json("nonlinear gen:square-tri3:16 --problem bratu --lambda 1 --lag 3 --line-search backtracking", dir);
