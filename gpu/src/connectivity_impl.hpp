@@ -78,9 +78,10 @@ void check_pattern_size(std::size_t nnz_nodes, int block_size);
 
 /// Capacity (a power of two) of the node-pair table for `nkeys` pair occurrences: about twice
 /// the expected number of distinct pairs, which `npc` predicts for the usual cells (a pair is
-/// shared by ~2 triangles, ~5 tetrahedra; quadrilateral and hexahedron diagonals are not shared).
+/// shared by ~2 triangles, ~3 tetrahedra, ~2.4 P2 tetrahedra; quadrilateral and hexahedron
+/// diagonals are not shared).
 inline std::size_t pair_table_capacity(std::size_t nkeys, int npc) {
-  const double shared_by = npc == 3 ? 2.0 : npc == 4 ? 3.0 : npc == 10 ? 4.0 : 1.5;
+  const double shared_by = npc == 3 ? 2.0 : npc == 4 ? 3.0 : npc == 10 ? 2.4 : 1.5;
   const auto expected = static_cast<std::size_t>(double(nkeys) / shared_by) + 1024;
   std::size_t cap = 1;
   while (cap < 2 * expected) cap *= 2;
@@ -101,18 +102,22 @@ void with_nodes_per_cell(int npc, F&& f) {
   }
 }
 
-/// Step 1 of the pattern build: every pair of distinct nodes of every cell, as (smaller,
-/// larger), into the table; *full is set when an insert found no free slot.
+/// Step 1 of the pattern build: every pair of distinct nodes of every cell into the table, as
+/// (larger, smaller) or (smaller, larger): the first node owns the pair's row-local window. *full is set when an insert gave up; the remaining cells then stop early.
 template <class Launch, int NPC>
 void insert_cell_pairs(const Executor& exec, const index_t* cells, std::size_t nc, int npc_run,
-                       TableRef<std::uint64_t, std::uint32_t> t, std::uint32_t* full) {
+                       TableRef<std::uint64_t, std::uint32_t> t, bool larger_first, std::uint32_t* full) {
   using A = typename Launch::Atomics;
   Launch::for_each(exec, nc, [=] FEM_HD(std::size_t c) {
+    if (A::load(full)) return;
     const int npc = NPC ? NPC : npc_run;
     const index_t* v = cells + c * npc;
     for (int a = 0; a < npc; ++a)
-      for (int b = a + 1; b < npc; ++b)
-        if (v[a] != v[b] && insert_key<A>(t, pack_sorted_pair(v[a], v[b])).full) A::store(full, 1u);
+      for (int b = a + 1; b < npc; ++b) {
+        if (v[a] == v[b]) continue;
+        const bool swap = (v[a] < v[b]) == larger_first;
+        if (insert_key<A>(t, swap ? pack_pair(v[b], v[a]) : pack_pair(v[a], v[b])).full) A::store(full, 1u);
+      }
   });
 }
 
@@ -175,31 +180,42 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
   Resident<index_t> cells_r(exec, cell_nodes_host);
   const index_t* cells = cells_r.get();
 
-  // 1. Insert every pair of distinct nodes of every cell, as (smaller, larger), into a table
-  //    with row-local home slots: consecutive cells touch neighbouring windows, so the inserts
-  //    stay in cache. Nothing is stored per occurrence. When an insert gives up (a pathological
-  //    node numbering piles pairs into one window), the table is rebuilt with hashed home slots;
-  //    a hashed table found full is rebuilt twice as big.
+  // 1. Insert every pair of distinct nodes of every cell into a table with row-local home slots:
+  //    consecutive cells touch neighbouring windows, so the inserts stay in cache. Nothing is
+  //    stored per occurrence. The window of a pair belongs to its larger node (so P2 pairs of a
+  //    vertex and an edge node, numbered after all vertices, spread over the edge rows); when an
+  //    insert gives up (the numbering piles pairs into a run of windows: a fan around one node),
+  //    to its smaller node; then hashed home slots.
+  //    A hashed table found full is rebuilt twice as big. Later steps read a key's two nodes
+  //    symmetrically, so the order inside the key does not matter.
   std::size_t capacity = pair_table_capacity(nkeys, npc);
   DeviceBuffer<std::uint64_t> table_keys;
   Ref table;
   DeviceBuffer<std::uint32_t> flag(exec, 1);
-  for (bool row_local = true;;) {
+  for (int attempt = 0;; ++attempt) {
+    const bool row_local = attempt < 2, larger_first = attempt == 0;
     table_keys = DeviceBuffer<std::uint64_t>(exec, capacity);
     exec.context().fill_bytes(table_keys.data(), 0xff, table_keys.bytes());
     exec.context().fill_bytes(flag.data(), 0, flag.bytes());
     table.keys = table_keys.data();
     table.mask = capacity - 1;
+    // Windows of about capacity / rows slots (a power of two, at least 4), spread evenly.
     table.window_shift = 0;
-    if (row_local)
-      while ((nn << (table.window_shift + 1)) <= capacity && table.window_shift < 16) ++table.window_shift;
-    table.probe_limit = table.window_shift ? 1024 : 0;
-    with_nodes_per_cell(npc, [&]<int NPC>() { insert_cell_pairs<Launch, NPC>(exec, cells, nc, npc, table, flag.data()); });
+    table.row_scale = 0;
+    if (row_local) {
+      const double spacing = double(capacity) / double(nn);
+      table.window_shift = 2;
+      while (table.window_shift < 16 && double(std::uint64_t{2} << table.window_shift) <= spacing * 1.5)
+        ++table.window_shift;
+      table.row_scale = static_cast<std::uint64_t>(spacing * 65536.0);
+    }
+    table.probe_limit = table.window_shift ? 64 : 0;
+    with_nodes_per_cell(npc, [&]<int NPC>() {
+      insert_cell_pairs<Launch, NPC>(exec, cells, nc, npc, table, larger_first, flag.data());
+    });
     if (read_scalar(exec, flag.data()) == 0) break;
-    if (table.window_shift)
-      row_local = false;
-    else
-      capacity *= 2;
+    if (!table.window_shift) capacity *= 2;
+    attempt = std::min(attempt, 1);  // row-local by larger, by smaller, then hashed from then on
   }
 
   // 2. Row lengths of the node pattern: the diagonal plus one per distinct neighbour, counted

@@ -58,11 +58,12 @@ struct TableRef {
   K* keys = nullptr;
   V* values = nullptr;
   std::uint64_t mask = 0;  ///< capacity - 1, capacity a power of two
-  /// 0: hashed home slots. Else (64-bit (row, col) keys only) row-local home slots: a pair's
-  /// probing starts in a window of 2^window_shift slots owned by its row, so the pairs of
-  /// neighbouring rows (neighbouring cells of a mesh) share cache lines instead of each costing
-  /// a DRAM round trip. Needs num_rows << window_shift <= capacity.
+  /// 0: hashed home slots. Else (64-bit (row, col) keys only) row-local home slots: row r's
+  /// window starts at slot (r · row_scale) >> 16 (rows spread evenly over the capacity) and a
+  /// column picks one of its 2^window_shift slots, so the pairs of neighbouring rows (of
+  /// neighbouring cells of a mesh) share cache lines instead of each costing a DRAM round trip.
   std::uint32_t window_shift = 0;
+  std::uint64_t row_scale = 0;  ///< capacity · 2^16 / number of rows
   /// Inserts give up (report `full`) after this many probes; 0: the whole capacity. Bounds the
   /// cost of a degenerate input (a node shared by very many cells) under row-local home slots.
   std::uint32_t probe_limit = 0;
@@ -182,7 +183,7 @@ FEM_HD_INLINE std::uint64_t home_slot(const TableRef<K, V>& t, const K& key) {
     if (t.window_shift) {
       // Fibonacci hashing of the column picks the slot inside the row's window.
       const std::uint32_t col = std::uint32_t(key) * 0x9E3779B1u;
-      return (((key >> 32) << t.window_shift) + (col >> (32 - t.window_shift))) & t.mask;
+      return ((((key >> 32) * t.row_scale) >> 16) + (col >> (32 - t.window_shift))) & t.mask;
     }
   }
   return KeyTraits<K>::hash(key) & t.mask;
