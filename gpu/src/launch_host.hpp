@@ -2,7 +2,9 @@
 // the host twin and by the debug device, whose "device" buffers are host memory).
 #pragma once
 
+#if defined(__SSE2__)
 #include <emmintrin.h>
+#endif
 #include <omp.h>
 
 #include <algorithm>
@@ -16,7 +18,11 @@ namespace fem::gpu::detail {
 
 struct HostLaunch {
   using Atomics = HostAtomics;
-  static constexpr bool has_row_positions = true;
+#if defined(__SSE2__)
+  static constexpr bool has_row_positions = true;  // else the builder's scalar scan
+#else
+  static constexpr bool has_row_positions = false;
+#endif
 
   template <class F>
   static void for_each(const Executor&, std::size_t n, F f) {
@@ -31,6 +37,7 @@ struct HostLaunch {
     for (std::int64_t i = 0; i < nn; ++i) f(static_cast<std::size_t>(i));
   }
 
+#if defined(__SSE2__)
   /// pos[j] = the position of nodes[j] in the sorted row cols[b, e) (where present; else left
   /// as it was), for j < m. SSE2: each 4-column chunk is compared with every node at once;
   /// rows of up to 8 columns (P1 in 2D) take no data-dependent branch. `end` bounds the cols
@@ -56,6 +63,7 @@ struct HostLaunch {
       }
     }
   }
+#endif
 
   /// data[0..n) becomes its exclusive prefix sum; returns the total.
   template <class T>
