@@ -191,6 +191,26 @@ void jacobian_into(const assembly::Assembler& assembler, const NonlinearForm& fo
                                                       form.uses_points);
 }
 
+// Both in one pass over the cells: the Jacobian through the matrix loop, the residual added
+// to F by the kernel itself (cells of one colour share no node, as in assemble_vector).
+void residual_and_jacobian_into(const assembly::Assembler& assembler, const NonlinearForm& form,
+                                std::span<const double> u, std::span<double> F, std::span<double> values) {
+  const index_t* cell_nodes = assembler.space().dofmap().cell_nodes.data();
+  double* out = F.data();
+  auto kernel = [&](const auto& cv, double* A) {
+    using CV = std::decay_t<decltype(cv)>;
+    const Pointwise& p = evaluate(form, cv, true);
+    jacobian_kernel(cv, p, A);
+    double be[CV::n] = {};
+    residual_kernel(cv, p, be);
+    const index_t* nodes = cell_nodes + static_cast<std::size_t>(cv.cell) * CV::n;
+    for (int i = 0; i < CV::n; ++i) out[nodes[i]] += be[i];
+  };
+  assembly::assemble_matrix<assembly::Blocks::scalar>(assembler.space(), assembler.plan(), kernel,
+                                                      quadrature_degree(form, assembler.space()), values, u,
+                                                      form.uses_points);
+}
+
 }  // namespace
 
 Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, assembly::NonlinearForm form,
@@ -217,6 +237,16 @@ Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, 
     assembly::apply_dirichlet(*homogeneous, *assembler->pattern(), values, scratch);
     return CsrMatrix(assembler->pattern(), std::move(values));
   };
+  if (shared_form->batch)
+    p.residual_and_jacobian = [assembler, shared_form, homogeneous](std::span<const double> u, std::span<double> F) {
+      std::fill(F.begin(), F.end(), 0.0);
+      std::vector<double> values = prefaulted_vector<double>(assembler->pattern()->nnz());
+      residual_and_jacobian_into(*assembler, *shared_form, u, F, values);
+      assembly::zero_dirichlet(*homogeneous, F);
+      std::vector<double> scratch(u.size(), 0.0);
+      assembly::apply_dirichlet(*homogeneous, *assembler->pattern(), values, scratch);
+      return CsrMatrix(assembler->pattern(), std::move(values));
+    };
   return p;
 }
 

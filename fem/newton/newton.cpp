@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "fem/array.hpp"
 
@@ -99,7 +100,17 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
     if (options.monitor) options.monitor(it);
   };
 
-  residual(u, F);
+  // A Jacobian assembled together with the residual at the current u (Problem::
+  // residual_and_jacobian), for the next refresh.
+  std::optional<CsrMatrix> pending;
+  auto residual_and_jacobian = [&](std::span<const double> x, std::span<double> out) {
+    timed(timings.jacobian, [&] { pending.emplace(problem.residual_and_jacobian(x, out)); });
+  };
+  // The first iteration always factorizes J(u₀).
+  if (problem.residual_and_jacobian)
+    residual_and_jacobian(u, F);
+  else
+    residual(u, F);
   double fnorm = norm(F);
   result.initial_residual_norm = result.residual_norm = fnorm;
   record({0, fnorm, 0, 0, false, std::chrono::duration<double>(clock::now() - start).count()});
@@ -117,7 +128,10 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
     const auto t0 = clock::now();
 
     auto refresh = [&]() -> bool {
-      timed(timings.jacobian, [&] { store.put(jacobian_key, problem.jacobian(u)); });
+      timed(timings.jacobian, [&] {
+        store.put(jacobian_key, pending ? std::move(*pending) : problem.jacobian(u));
+        pending.reset();
+      });
       try {
         // The put dropped the store's entry of the old factorization: when `factors` is its
         // last holder, the solve kernel refactorizes into its memory instead of a new one.
@@ -151,7 +165,13 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
       lambda = 1;
       for (;;) {
         for (std::size_t i = 0; i < n; ++i) trial[i] = u[i] - lambda * delta[i];
-        residual(trial, F_trial);
+        // Without line search the trial is the next iterate; when the next iteration will
+        // refresh the Jacobian anyway, assemble it now, with the residual.
+        if (problem.residual_and_jacobian && options.line_search == LineSearch::none &&
+            uses_since_refresh + 1 >= options.lagging.max_reuse)
+          residual_and_jacobian(trial, F_trial);
+        else
+          residual(trial, F_trial);
         fnew = norm(F_trial);
         if (options.line_search == LineSearch::none) {
           accepted = true;

@@ -91,6 +91,11 @@ struct Problem {
   std::function<void(std::span<const double> u, std::span<double> F)> residual;
   /// J(u). Same pattern object every time, so the symbolic analysis is reused.
   std::function<CsrMatrix(std::span<const double> u)> jacobian;
+  /// Optional: F(u) into F and J(u) in one pass (assembled problems: one loop over the cells
+  /// instead of two). Newton calls it for points whose Jacobian it will need for sure (the
+  /// initial guess; without line search, the next iterate when the next iteration refreshes),
+  /// at the price of one unused Jacobian for the iterate that converges.
+  std::function<CsrMatrix(std::span<const double> u, std::span<double> F)> residual_and_jacobian;
   Store* store = &fem::store();
 };
 
@@ -99,7 +104,7 @@ struct Problem {
 /// updates, store bookkeeping, the monitor).
 struct Timings {
   double residual = 0;       ///< residual evaluations (assembly of F), line search included
-  double jacobian = 0;       ///< Jacobian assembly (and its residual, when fused; see Problem)
+  double jacobian = 0;       ///< Jacobian assembly (with the residual, when fused; see Problem)
   double factorization = 0;  ///< numeric factorizations through the solve cache
   double solve = 0;          ///< triangular solves
   double other = 0;
