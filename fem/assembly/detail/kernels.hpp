@@ -4,6 +4,16 @@
 
 #include "fem/hd.hpp"
 
+// Full unrolling of the small element loops: GCC's pragma for the host compiler, nvcc's own in
+// device code (nvcc knows neither the GCC one nor, in its host pass, its own).
+#if defined(__CUDA_ARCH__)
+#define FEM_UNROLL _Pragma("unroll")
+#elif defined(__CUDACC__)
+#define FEM_UNROLL
+#else
+#define FEM_UNROLL _Pragma("GCC unroll 16")
+#endif
+
 namespace fem::assembly::kernels {
 
 /// ∫ k ∇u·∇v (scalar).
@@ -17,10 +27,10 @@ struct Diffusion {
       // ∇φ_i·∇φ_j is the same at every point: weight the coefficient first.
       double kw = 0;
       for (int q = 0; q < cv.num_points; ++q) kw += k(cv.cell, cv.tag, cv.point(q)) * cv.weight[q];
-#pragma GCC unroll 16
+FEM_UNROLL
       for (int i = 0; i < n; ++i) {
         const double* gi = cv.basis_grad(0, i);
-#pragma GCC unroll 16
+FEM_UNROLL
         for (int j = 0; j <= i; ++j) {
           const double* gj = cv.basis_grad(0, j);
           double s = 0;
