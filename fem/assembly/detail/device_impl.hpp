@@ -1,0 +1,162 @@
+// The device assembly loop, written once over a launch policy (gpu/src/launch_host.hpp for the
+// host twin and the debug device, launch_cuda.cuh for CUDA) and compiled by both compilers:
+// device.cpp instantiates it with HostLaunch, device_cuda.cu with CudaLaunch. Light on
+// includes on purpose: nvcc sees only the per-cell math and the kernels.
+#pragma once
+
+#include <climits>
+#include <cstddef>
+
+#if !defined(__CUDA_ARCH__)
+#include <atomic>
+#endif
+
+#include "fem/assembly/detail/cell_math.hpp"
+#include "fem/assembly/detail/kernels.hpp"
+#include "fem/gpu/executor.hpp"
+
+namespace fem::assembly::detail {
+
+/// A coefficient with one value per cell tag (a constant when num_tags == 0): what the
+/// Coefficient of a form becomes on the device (no std::function, no pointers to host memory).
+struct TagCoefficient {
+  static constexpr int max_tags = 32;
+  int num_tags = 0;
+  int tags[max_tags] = {};
+  double values[max_tags] = {};
+  double otherwise = 0;
+  FEM_HD double operator()(index_t, int tag, const double*) const {
+    for (int i = 0; i < num_tags; ++i)
+      if (tags[i] == tag) return values[i];
+    return otherwise;
+  }
+};
+
+enum class DeviceForm { diffusion, mass, elasticity };
+
+/// One device assembly: what the cells read (executor memory) and what they write.
+struct DeviceJob {
+  CellType cell = CellType::point;
+  int bs = 1, nq = 0;
+  DeviceForm form = DeviceForm::diffusion;
+  TagCoefficient c0, c1;         ///< k, rho or E; nu for elasticity
+  index_t num_cells = 0;
+  const double* coords = nullptr;
+  const index_t* cells = nullptr;
+  const int* tags = nullptr;
+  const index_t* slots = nullptr;
+  const double* tab = nullptr;   ///< w[nq] | phi[nq·n] | dphi[nq·n·dim] | psi[nq·n] | dpsi[nq·n·dim]
+  double* values = nullptr;
+  int* bad_cell = nullptr;       ///< INT_MAX, or the smallest inverted/degenerate cell
+};
+
+FEM_HD_INLINE void atomic_add(double* p, double v) {
+#if defined(__CUDA_ARCH__)
+  atomicAdd(p, v);
+#else
+  std::atomic_ref<double>(*p).fetch_add(v, std::memory_order_relaxed);
+#endif
+}
+
+FEM_HD_INLINE void atomic_min(int* p, int v) {
+#if defined(__CUDA_ARCH__)
+  atomicMin(p, v);
+#else
+  std::atomic_ref<int> a(*p);
+  int cur = a.load(std::memory_order_relaxed);
+  while (v < cur && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+#endif
+}
+
+/// One cell: the geometry (cell_geometry, as on the host), the element kernel, the scatter.
+template <class E, int BS, int NQ, class Kernel>
+struct CellAssembly {
+  using G = E;  // P1/Q1: the geometry map is the element
+  static constexpr int n = E::n, dim = E::dim, nd = n * BS, nn = nd * nd;
+  static constexpr bool cg = constant_gradients<E, G>;
+  DeviceJob job;
+  Kernel kernel;
+
+  FEM_HD void operator()(std::size_t i) const {
+    const auto c = static_cast<index_t>(i);
+    const index_t* nodes = job.cells + i * n;
+    double X[n][dim];
+    for (int g = 0; g < n; ++g)
+      for (int d = 0; d < dim; ++d) X[g][d] = job.coords[static_cast<std::size_t>(nodes[g]) * dim + d];
+    const double* w = job.tab;
+    const double* phi = w + NQ;
+    const double* dphi = phi + NQ * n;
+    const double* dpsi = dphi + NQ * n * dim + NQ * n;
+    double weight[NQ], grad[(cg ? 1 : NQ) * n * dim], x[NQ * dim] = {};
+    double det = 0;
+    if (!cell_geometry<E, G, NQ>(X, NQ, w, dphi, dpsi, weight, grad, det)) {
+      atomic_min(job.bad_cell, c);
+      return;
+    }
+    CellValues<E, BS, cg> cv;
+    cv.cell = c;
+    cv.tag = job.tags[c];
+    cv.num_points = NQ;
+    cv.weight = weight;
+    cv.phi = phi;
+    cv.grad = grad;
+    cv.x = x;  // device coefficients do not depend on x
+    double A[nn] = {};
+    kernel(cv, A);
+    const index_t* s = job.slots + i * nn;
+    for (int k = 0; k < nn; ++k) atomic_add(job.values + s[k], A[k]);
+  }
+};
+
+template <class Launch, class E, int BS, int NQ, class Kernel>
+void launch_cells(const gpu::Executor& exec, const DeviceJob& job, const Kernel& kernel) {
+  Launch::for_each(exec, static_cast<std::size_t>(job.num_cells), CellAssembly<E, BS, NQ, Kernel>{job, kernel});
+}
+
+template <class Launch, class E, int NQ>
+bool launch_forms(const gpu::Executor& exec, const DeviceJob& job) {
+  if (job.nq != NQ) return false;
+  constexpr int dim = E::dim;
+  switch (job.form) {
+    case DeviceForm::diffusion:
+      if (job.bs != 1) return false;
+      launch_cells<Launch, E, 1, NQ>(exec, job, kernels::Diffusion<TagCoefficient>{job.c0});
+      return true;
+    case DeviceForm::mass:
+      if (job.bs == 1)
+        launch_cells<Launch, E, 1, NQ>(exec, job, kernels::Mass<TagCoefficient>{job.c0});
+      else if (job.bs == dim)
+        launch_cells<Launch, E, dim, NQ>(exec, job, kernels::Mass<TagCoefficient>{job.c0});
+      else
+        return false;
+      return true;
+    case DeviceForm::elasticity:
+      if (job.bs != dim) return false;
+      launch_cells<Launch, E, dim, NQ>(exec, job,
+                                       kernels::Elasticity<TagCoefficient, TagCoefficient>{job.c0, job.c1});
+      return true;
+  }
+  return false;
+}
+
+/// Launch the cells of `job` (values already zeroed, bad_cell INT_MAX). False when the
+/// combination of cell, rule size, form and components has no instantiation.
+template <class Launch>
+bool launch_device_assembly(const gpu::Executor& exec, const DeviceJob& job) {
+  using enum CellType;
+  // The rules the library picks for these forms: P1 simplices 1 point (stiffness) or 3/4
+  // (mass); Q1 tensor Gauss 2^d (stiffness, +2 for the non-affine map) or 3^d (mass).
+  switch (job.cell) {
+    case tri3: return launch_forms<Launch, Lagrange<tri3>, 1>(exec, job) || launch_forms<Launch, Lagrange<tri3>, 3>(exec, job);
+    case tet4: return launch_forms<Launch, Lagrange<tet4>, 1>(exec, job) || launch_forms<Launch, Lagrange<tet4>, 4>(exec, job);
+    case quad4: return launch_forms<Launch, Lagrange<quad4>, 4>(exec, job) || launch_forms<Launch, Lagrange<quad4>, 9>(exec, job);
+    case hex8: return launch_forms<Launch, Lagrange<hex8>, 8>(exec, job) || launch_forms<Launch, Lagrange<hex8>, 27>(exec, job);
+    default: return false;
+  }
+}
+
+/// The CUDA instantiation (device_cuda.cu; throws NotCompiled without CUDA).
+bool launch_device_assembly_cuda(const gpu::Executor& exec, const DeviceJob& job);
+
+}  // namespace fem::assembly::detail

@@ -1,0 +1,252 @@
+// The device assembler's host side: uploads cached in the store, coefficients turned into tag
+// tables, the tabulation uploaded once per rule, and the launch (HostLaunch here for the host
+// twin and the debug device; CudaLaunch in device_cuda.cu).
+#include "fem/assembly/device.hpp"
+
+#include <algorithm>
+#include <climits>
+
+#include "fem/assembly/detail/device_impl.hpp"
+#include "launch_host.hpp"
+
+namespace fem::assembly {
+
+using detail::DeviceForm;
+using detail::DeviceJob;
+using detail::TagCoefficient;
+
+std::string executor_key(const gpu::Executor& exec) {
+  switch (exec.kind()) {
+    case gpu::Executor::Kind::host: return "host";
+    case gpu::Executor::Kind::debug_device: return "debug-device";
+    case gpu::Executor::Kind::cuda: break;
+  }
+  std::string key = "cuda-";
+  for (char ch : exec.context().properties().name)
+    key += (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ? ch : '-';
+  return key;
+}
+
+namespace {
+
+template <class T>
+gpu::DeviceBuffer<T> upload(const gpu::Executor& exec, std::span<const T> host) {
+  gpu::DeviceBuffer<T> buffer(exec, host.size());
+  buffer.upload(host);
+  return buffer;
+}
+
+DeviceMesh upload_mesh(const Mesh& mesh, const gpu::Executor& exec) {
+  FEM_EXPECTS(mesh.gdim() == mesh.tdim(), "device assembly needs cells of the mesh's dimension: {} cells in {}D",
+              mesh.cell_info().name, mesh.gdim());
+  DeviceMesh d;
+  d.num_cells = mesh.num_cells();
+  d.num_nodes = mesh.num_nodes();
+  d.nodes_per_cell = mesh.nodes_per_cell();
+  d.dim = mesh.gdim();
+  d.coords = upload(exec, mesh.coords());
+  d.cells = upload(exec, mesh.cells());
+  std::vector<int> zeros;
+  std::span<const int> tags = mesh.cell_tags();
+  if (tags.size() != static_cast<std::size_t>(d.num_cells)) tags = zeros = std::vector<int>(d.num_cells, 0);
+  d.tags = upload(exec, tags);
+  d.distinct_tags.assign(tags.begin(), tags.end());
+  std::sort(d.distinct_tags.begin(), d.distinct_tags.end());
+  d.distinct_tags.erase(std::unique(d.distinct_tags.begin(), d.distinct_tags.end()), d.distinct_tags.end());
+  exec.context().synchronize();  // the host arrays may go once the entry is published
+  return d;
+}
+
+DevicePlan upload_plan(const FunctionSpace& V, const AssemblyPlan& plan, const gpu::Executor& exec) {
+  DevicePlan d;
+  d.dof_cells = upload(exec, std::span<const index_t>(V.dofmap().cell_nodes));
+  d.element_slots = upload(exec, std::span<const index_t>(plan.connectivity.element_slots));
+  d.dofs_per_cell = plan.connectivity.dofs_per_cell;
+  d.nnz = plan.pattern().nnz();
+  exec.context().synchronize();
+  return d;
+}
+
+// A form's coefficient as a tag table over the tags present in the mesh.
+TagCoefficient tag_coefficient(const Coefficient& c, const DeviceMesh& mesh, std::span<const int> cell_tags,
+                               const char* what) {
+  FEM_EXPECTS(c.kind() == Coefficient::Kind::constant || c.kind() == Coefficient::Kind::per_tag,
+              "device assembly takes constant or per-tag coefficients; the {} is per cell or a function "
+              "(use the host Assembler)",
+              what);
+  c.check(cell_tags, what);
+  TagCoefficient t;
+  if (c.kind() == Coefficient::Kind::constant) {
+    t.otherwise = c(0, 0, nullptr);
+    return t;
+  }
+  FEM_EXPECTS(mesh.distinct_tags.size() <= static_cast<std::size_t>(TagCoefficient::max_tags),
+              "device assembly: the mesh has {} cell tags, at most {} are supported", mesh.distinct_tags.size(),
+              TagCoefficient::max_tags);
+  for (int tag : mesh.distinct_tags) {
+    t.tags[t.num_tags] = tag;
+    t.values[t.num_tags++] = c(0, tag, nullptr);
+  }
+  return t;
+}
+
+// Tabulation of the P1/Q1 element E at a rule, packed as device_impl.hpp reads it.
+template <class E>
+std::vector<double> pack_tabulation(const Quadrature& q) {
+  const detail::Tabulation<E, E> tab(q);
+  std::vector<double> out;
+  for (const auto* v : {&tab.w, &tab.phi, &tab.dphi, &tab.psi, &tab.dpsi}) out.insert(out.end(), v->begin(), v->end());
+  return out;
+}
+
+bool supported_cell(CellType c) {
+  return c == CellType::tri3 || c == CellType::tet4 || c == CellType::quad4 || c == CellType::hex8;
+}
+
+}  // namespace
+
+std::shared_ptr<const DeviceMesh> device_mesh(const FunctionSpace& V, const gpu::Executor& exec) {
+  auto compute = [&] {
+    if (V.store()) V.store()->count("assembly.device_mesh_uploads");
+    return upload_mesh(V.mesh(), exec);
+  };
+  if (V.store() == nullptr) return std::make_shared<const DeviceMesh>(compute());
+  return V.store()->get_or_compute<DeviceMesh>(fmt::format("{}#device/{}", V.mesh_key(), executor_key(exec)),
+                                               {{V.mesh_key(), V.mesh_version()}}, compute);
+}
+
+std::shared_ptr<const DevicePlan> device_plan(const FunctionSpace& V, const AssemblyPlan& plan,
+                                              const gpu::Executor& exec) {
+  auto compute = [&] {
+    if (V.store()) V.store()->count("assembly.device_plan_uploads");
+    return upload_plan(V, plan, exec);
+  };
+  if (V.store() == nullptr) return std::make_shared<const DevicePlan>(compute());
+  return V.store()->get_or_compute<DevicePlan>(
+      fmt::format("{}#device-plan/{}/{}", V.mesh_key(), V.name(), executor_key(exec)),
+      {{V.mesh_key(), V.mesh_version()}}, compute);
+}
+
+DeviceAssembler::DeviceAssembler(FunctionSpace V, gpu::Executor exec)
+    : exec_(std::move(exec)), host_(std::move(V), exec_) {
+  const FunctionSpace& S = host_.space();
+  FEM_EXPECTS(S.degree() == 1 && supported_cell(S.mesh().cell_type()),
+              "device assembly covers P1 on triangles and tetrahedra and Q1 on quadrilaterals and hexahedra, "
+              "not {} on {} cells (use the host Assembler)",
+              S.name(), S.mesh().cell_info().name);
+  mesh_ = device_mesh(S, exec_);
+  plan_ = device_plan(S, host_.plan(), exec_);
+}
+
+const double* DeviceAssembler::tabulation(int quadrature_degree, int* nq) const {
+  std::lock_guard lock(mutex_);
+  auto it = tabs_.find(quadrature_degree);
+  if (it == tabs_.end()) {
+    const Quadrature& q = quadrature(space().element(), quadrature_degree);
+    std::vector<double> packed;
+    switch (space().element()) {
+      case CellType::tri3: packed = pack_tabulation<Lagrange<CellType::tri3>>(q); break;
+      case CellType::tet4: packed = pack_tabulation<Lagrange<CellType::tet4>>(q); break;
+      case CellType::quad4: packed = pack_tabulation<Lagrange<CellType::quad4>>(q); break;
+      default: packed = pack_tabulation<Lagrange<CellType::hex8>>(q); break;
+    }
+    auto buffer = std::make_shared<gpu::DeviceBuffer<double>>(upload(exec_, std::span<const double>(packed)));
+    exec_.context().synchronize();
+    it = tabs_.emplace(quadrature_degree, std::make_pair(q.size(), std::move(buffer))).first;
+  }
+  *nq = it->second.first;
+  return it->second.second->data();
+}
+
+struct DeviceAssembler::Run {
+  DeviceForm form;
+  int quadrature_degree;
+  TagCoefficient c0, c1;
+};
+
+void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const {
+  FEM_EXPECTS(values.size() == pattern()->nnz(), "device matrix values: {} given, the pattern has {} nonzeros",
+              values.size(), pattern()->nnz());
+  DeviceJob job;
+  job.cell = space().element();
+  job.bs = space().components();
+  job.form = r.form;
+  job.c0 = r.c0;
+  job.c1 = r.c1;
+  job.num_cells = mesh_->num_cells;
+  job.coords = mesh_->coords.data();
+  job.cells = mesh_->cells.data();
+  job.tags = mesh_->tags.data();
+  job.slots = plan_->element_slots.data();
+  job.tab = tabulation(r.quadrature_degree, &job.nq);
+  job.values = values.data();
+  gpu::DeviceBuffer<int> bad(exec_, 1);
+  const int none = INT_MAX;
+  bad.upload(std::span<const int>(&none, 1));
+  job.bad_cell = bad.data();
+  gpu::GpuContext& ctx = exec_.context();
+  ctx.fill_bytes(values.data(), 0, values.bytes());
+  const bool launched = exec_.kind() == gpu::Executor::Kind::cuda
+                            ? detail::launch_device_assembly_cuda(exec_, job)
+                            : detail::launch_device_assembly<gpu::detail::HostLaunch>(exec_, job);
+  FEM_EXPECTS(launched, "device assembly: no kernel for {} with {} components and a {}-point rule",
+              space().name(), job.bs, job.nq);
+  int bad_cell = none;
+  bad.download(std::span<int>(&bad_cell, 1));
+  ctx.synchronize();
+  if (bad_cell != none) {
+    // Recompute the offending determinant on the host for the message (the same cell_geometry).
+    const Mesh& m = space().mesh();
+    double det = 0;
+    auto check = [&]<class E>() {
+      constexpr int n = E::n, dim = E::dim;
+      double X[n][dim];
+      for (int g = 0; g < n; ++g)
+        for (int d = 0; d < dim; ++d) X[g][d] = m.coords()[static_cast<std::size_t>(m.cell(bad_cell)[g]) * dim + d];
+      const detail::Tabulation<E, E> tab(quadrature(space().element(), r.quadrature_degree));
+      std::vector<double> weight(tab.nq), grad(tab.nq * n * dim);
+      detail::cell_geometry<E, E, 0>(X, tab.nq, tab.w.data(), tab.dphi.data(), tab.dpsi.data(), weight.data(),
+                                     grad.data(), det);
+    };
+    switch (space().element()) {
+      case CellType::tri3: check.template operator()<Lagrange<CellType::tri3>>(); break;
+      case CellType::tet4: check.template operator()<Lagrange<CellType::tet4>>(); break;
+      case CellType::quad4: check.template operator()<Lagrange<CellType::quad4>>(); break;
+      default: check.template operator()<Lagrange<CellType::hex8>>(); break;
+    }
+    detail::throw_inverted_cell(m, bad_cell, det);
+  }
+}
+
+void DeviceAssembler::matrix_into_device(const Diffusion& form, gpu::DeviceBuffer<double>& values) const {
+  FEM_EXPECTS(space().components() == 1, "diffusion needs a scalar space, not {}", space().name());
+  const auto tags = space().mesh().cell_tags();
+  run({DeviceForm::diffusion, host_.quadrature_degree(0), tag_coefficient(form.k, *mesh_, tags, "diffusion coefficient"),
+       {}},
+      values);
+}
+
+void DeviceAssembler::matrix_into_device(const Mass& form, gpu::DeviceBuffer<double>& values) const {
+  const auto tags = space().mesh().cell_tags();
+  run({DeviceForm::mass, host_.quadrature_degree(2), tag_coefficient(form.rho, *mesh_, tags, "mass density"), {}},
+      values);
+}
+
+void DeviceAssembler::matrix_into_device(const Elasticity& form, gpu::DeviceBuffer<double>& values) const {
+  FEM_EXPECTS(space().components() == space().mesh().tdim(),
+              "elasticity needs one component per dimension: space {} on a {}D mesh", space().name(),
+              space().mesh().tdim());
+  const auto tags = space().mesh().cell_tags();
+  run({DeviceForm::elasticity, host_.quadrature_degree(0),
+       tag_coefficient(form.young, *mesh_, tags, "Young's modulus"),
+       tag_coefficient(form.poisson, *mesh_, tags, "Poisson's ratio")},
+      values);
+}
+
+#if !defined(FEM_WITH_CUDA)
+bool detail::launch_device_assembly_cuda(const gpu::Executor&, const DeviceJob&) {
+  throw NotCompiled("CUDA", "device assembly on a CUDA executor");
+}
+#endif
+
+}  // namespace fem::assembly
