@@ -4,7 +4,6 @@
 #include "fem/assembly/device.hpp"
 
 #include <algorithm>
-#include <climits>
 
 #include "fem/assembly/detail/device_impl.hpp"
 #include "launch_host.hpp"
@@ -128,7 +127,7 @@ std::shared_ptr<const DevicePlan> device_plan(const FunctionSpace& V, const Asse
 }
 
 DeviceAssembler::DeviceAssembler(FunctionSpace V, gpu::Executor exec)
-    : exec_(std::move(exec)), host_(std::move(V), exec_) {
+    : exec_(std::move(exec)), host_(std::move(V), exec_), bad_cell_(exec_, 1) {
   const FunctionSpace& S = host_.space();
   FEM_EXPECTS(S.degree() == 1 && supported_cell(S.mesh().cell_type()),
               "device assembly covers P1 on triangles and tetrahedra and Q1 on quadrilaterals and hexahedra, "
@@ -180,11 +179,12 @@ void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const
   job.slots = plan_->element_slots.data();
   job.tab = tabulation(r.quadrature_degree, &job.nq);
   job.values = values.data();
-  gpu::DeviceBuffer<int> bad(exec_, 1);
-  const int none = INT_MAX;
-  bad.upload(std::span<const int>(&none, 1));
-  job.bad_cell = bad.data();
+  // One launch at a time per assembler: they share the flag.
+  std::lock_guard lock(run_mutex_);
+  constexpr int none = 0x7f7f7f7f;  // what fill_bytes(0x7f) leaves: larger than any cell index
+  job.bad_cell = bad_cell_.data();
   gpu::GpuContext& ctx = exec_.context();
+  ctx.fill_bytes(bad_cell_.data(), 0x7f, sizeof(int));
   ctx.fill_bytes(values.data(), 0, values.bytes());
   const bool launched = exec_.kind() == gpu::Executor::Kind::cuda
                             ? detail::launch_device_assembly_cuda(exec_, job)
@@ -192,7 +192,7 @@ void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const
   FEM_EXPECTS(launched, "device assembly: no kernel for {} with {} components and a {}-point rule",
               space().name(), job.bs, job.nq);
   int bad_cell = none;
-  bad.download(std::span<int>(&bad_cell, 1));
+  bad_cell_.download(std::span<int>(&bad_cell, 1));
   ctx.synchronize();
   if (bad_cell != none) {
     // Recompute the offending determinant on the host for the message (the same cell_geometry).

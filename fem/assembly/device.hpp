@@ -117,6 +117,8 @@ class DeviceAssembler {
   std::shared_ptr<const DevicePlan> plan_;
   mutable std::mutex mutex_;  // tabs_
   mutable std::map<int, std::pair<int, std::shared_ptr<gpu::DeviceBuffer<double>>>> tabs_;
+  mutable std::mutex run_mutex_;  // bad_cell_
+  mutable gpu::DeviceBuffer<int> bad_cell_;
   mutable std::mutex scratch_mutex_;
   mutable gpu::DeviceBuffer<double> scratch_;
 };

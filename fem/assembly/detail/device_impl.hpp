@@ -4,7 +4,6 @@
 // includes on purpose: nvcc sees only the per-cell math and the kernels.
 #pragma once
 
-#include <climits>
 #include <cstddef>
 
 #if !defined(__CUDA_ARCH__)
@@ -47,7 +46,7 @@ struct DeviceJob {
   const index_t* slots = nullptr;
   const double* tab = nullptr;   ///< w[nq] | phi[nq·n] | dphi[nq·n·dim] | psi[nq·n] | dpsi[nq·n·dim]
   double* values = nullptr;
-  int* bad_cell = nullptr;       ///< INT_MAX, or the smallest inverted/degenerate cell
+  int* bad_cell = nullptr;       ///< 0x7f7f7f7f, or the smallest inverted/degenerate cell
 };
 
 FEM_HD_INLINE void atomic_add(double* p, double v) {
@@ -140,7 +139,7 @@ bool launch_forms(const gpu::Executor& exec, const DeviceJob& job) {
   return false;
 }
 
-/// Launch the cells of `job` (values already zeroed, bad_cell INT_MAX). False when the
+/// Launch the cells of `job` (values already zeroed, *bad_cell larger than any cell). False when the
 /// combination of cell, rule size, form and components has no instantiation.
 template <class Launch>
 bool launch_device_assembly(const gpu::Executor& exec, const DeviceJob& job) {
