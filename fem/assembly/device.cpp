@@ -43,6 +43,7 @@ DeviceMesh upload_mesh(const Mesh& mesh, const gpu::Executor& exec) {
   d.num_nodes = mesh.num_nodes();
   d.nodes_per_cell = mesh.nodes_per_cell();
   d.dim = mesh.gdim();
+  d.where = exec.separate_memory() ? Residency::device : Residency::host;
   d.coords = upload(exec, mesh.coords());
   d.cells = upload(exec, mesh.cells());
   std::vector<int> zeros;
@@ -62,6 +63,7 @@ DevicePlan upload_plan(const FunctionSpace& V, const AssemblyPlan& plan, const g
   d.element_slots = upload(exec, std::span<const index_t>(plan.connectivity.element_slots));
   d.dofs_per_cell = plan.connectivity.dofs_per_cell;
   d.nnz = plan.pattern().nnz();
+  d.where = exec.separate_memory() ? Residency::device : Residency::host;
   exec.context().synchronize();
   return d;
 }

@@ -27,7 +27,8 @@
 namespace fem::assembly {
 
 /// A mesh's geometry in an executor's memory. Cached as `<mesh key>#device/<executor>`,
-/// derived from the mesh's version, Residency::device; the buffers are freed with the entry.
+/// derived from the mesh's version, Residency::device (host on the host executor); the buffers
+/// are freed with the entry.
 struct DeviceMesh {
   gpu::DeviceBuffer<double> coords;  ///< num_nodes × dim
   gpu::DeviceBuffer<index_t> cells;  ///< num_cells × nodes_per_cell (the mesh's own node numbers)
@@ -35,11 +36,12 @@ struct DeviceMesh {
   std::vector<int> distinct_tags;    ///< host side: the cell tags present, sorted
   index_t num_cells = 0, num_nodes = 0;
   int nodes_per_cell = 0, dim = 0;
+  Residency where = Residency::device;  ///< host for the host executor (no separate memory)
 
   std::size_t bytes() const noexcept {
     return sizeof(*this) + coords.bytes() + cells.bytes() + tags.bytes() + distinct_tags.size() * sizeof(int);
   }
-  Residency residency() const noexcept { return Residency::device; }
+  Residency residency() const noexcept { return where; }
 };
 
 /// A space's DOF map cell nodes and its plan's element→slot map in an executor's memory. Cached
@@ -49,9 +51,10 @@ struct DevicePlan {
   gpu::DeviceBuffer<index_t> element_slots;  ///< num_cells × dofs_per_cell²
   int dofs_per_cell = 0;
   std::size_t nnz = 0;
+  Residency where = Residency::device;
 
   std::size_t bytes() const noexcept { return sizeof(*this) + dof_cells.bytes() + element_slots.bytes(); }
-  Residency residency() const noexcept { return Residency::device; }
+  Residency residency() const noexcept { return where; }
 };
 
 /// The key qualifier of an executor in store keys: host, debug-device, cuda-<device name>.

@@ -135,7 +135,7 @@ TEST_P(DeviceAssemblyExec, ReassemblyDoesNoConnectivityWorkAndNoUpload) {
   EXPECT_EQ(store.counter("assembly.device_plan_uploads"), 1);
   const std::string key = "mesh/cube#device/" + executor_key(exec);
   ASSERT_TRUE(store.contains(key));
-  EXPECT_EQ(store.info(key).residency, Residency::device);
+  EXPECT_EQ(store.info(key).residency, exec.separate_memory() ? Residency::device : Residency::host);
   EXPECT_GE(store.info(key).bytes, first.mesh().coords.bytes() + first.mesh().cells.bytes());
 
   auto values = first.values_buffer();
