@@ -133,13 +133,14 @@ class CellEvaluator {
 };
 
 /// Call f.template operator()<NQ>() with NQ the compile-time size of `nq` for the small rules of
-/// affine simplices (1, 3, 4 points), or 0 (run-time size) for everything else.
+/// affine simplices (1, 3, 4, 6 points), or 0 (run-time size) for everything else.
 template <class G, class F>
 void visit_rule_size(int nq, F&& f) {
   if constexpr (affine_geometry<G>) {
     if (nq == 1) return f.template operator()<1>();
     if (nq == 3) return f.template operator()<3>();
     if (nq == 4) return f.template operator()<4>();
+    if (nq == 6) return f.template operator()<6>();  // degree 3-4 on triangles (nonlinear P1 forms)
   }
   f.template operator()<0>();
 }

@@ -1,6 +1,6 @@
 // Quadrature tables. Gauss-Legendre nodes by Newton's method on the Legendre polynomials;
 // simplices by the collapsed (Duffy) product of Gauss rules, with the classic optimal rules for
-// degrees 1 and 2 that the common P1/P2 forms use.
+// the low degrees the common forms use (triangles up to 5, tetrahedra up to 2).
 #include "fem/assembly/quadrature.hpp"
 
 #include <cmath>
@@ -91,6 +91,29 @@ Quadrature triangle_rule(int degree) {
   if (degree <= 1) return {CellType::tri3, 1, 2, {1.0 / 3, 1.0 / 3}, {0.5}};
   if (degree == 2)
     return {CellType::tri3, 2, 2, {1.0 / 6, 1.0 / 6, 2.0 / 3, 1.0 / 6, 1.0 / 6, 2.0 / 3}, {1.0 / 6, 1.0 / 6, 1.0 / 6}};
+  // Symmetric rules: orbits of barycentric points (a, a, 1-2a), weights for the unit triangle.
+  auto orbits = [](int deg, std::initializer_list<std::pair<double, double>> ab, double centre_weight) {
+    Quadrature q{CellType::tri3, deg, 2, {}, {}};
+    auto add = [&](double x, double y, double w) {
+      q.points.push_back(x);
+      q.points.push_back(y);
+      q.weights.push_back(w);
+    };
+    if (centre_weight > 0) add(1.0 / 3, 1.0 / 3, centre_weight);
+    for (const auto& [a, w] : ab) {
+      add(a, a, w);
+      add(1 - 2 * a, a, w);
+      add(a, 1 - 2 * a, w);
+    }
+    return q;
+  };
+  if (degree <= 4)  // Strang-Fix / Dunavant, 6 points (the collapsed rule takes 16)
+    return orbits(4, {{0.445948490915964886, 0.223381589678011466 / 2}, {0.091576213509770743, 0.109951743655321868 / 2}},
+                  0);
+  if (degree == 5) {  // Radon's 7-point rule, in closed form
+    const double r = std::sqrt(15.0);
+    return orbits(5, {{(6 - r) / 21, (155 - r) / 2400}, {(6 + r) / 21, (155 + r) / 2400}}, 9.0 / 80);
+  }
   return collapsed_rule(CellType::tri3, 2, degree);
 }
 
