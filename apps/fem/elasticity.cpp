@@ -109,16 +109,16 @@ void run_elasticity(const ElasticityOptions& o) {
   if (!o.body_force.empty()) body_force = vector_function(vector_expression("--body-force", o.body_force, dim, gdim));
   if (!o.exact.empty()) exact = vector_function(vector_expression("--exact", o.exact, dim, gdim));
 
-  const gpu::Executor exec = executor(c);
   Stopwatch w;
   const assembly::FunctionSpace V(mesh_key, c.order, dim, store);
-  const auto assembler = std::make_shared<const assembly::Assembler>(V, exec);
+  const MatrixAssembler matrices(V, c);
+  const auto assembler = matrices.host_ptr();
   t.connectivity = w.seconds();
 
   w = Stopwatch();
   const auto pattern = assembler->pattern();
   std::vector<double> values(pattern->nnz(), 0.0);
-  assembler->matrix_into(material, values);
+  matrices.matrix_into(material, values);
   std::vector<double> b(V.num_dofs(), 0.0);
   if (body_force) assembler->vector_into(assembly::VectorSource{*body_force}, b);
   for (const auto& n : tractions) assembler->vector_into(n, b);

@@ -57,10 +57,10 @@ void run_heat(const HeatOptions& o) {
   const auto neumann = neumann_conditions(*mesh, o.neumann, keep);
   const int every = o.every > 0 ? o.every : std::max(1, o.steps / 10);
 
-  const gpu::Executor exec = executor(c);
   Stopwatch w;
   const assembly::FunctionSpace V(mesh_key, c.order, 1, store);
-  const auto assembler = std::make_shared<const assembly::Assembler>(V, exec);
+  const MatrixAssembler matrices(V, c);
+  const auto assembler = matrices.host_ptr();
   t.connectivity = w.seconds();
 
   // M, and A = M + dt K with the Dirichlet rows; lift = what the conditions add to every b.
@@ -68,8 +68,8 @@ void run_heat(const HeatOptions& o) {
   const auto pattern = assembler->pattern();
   const auto n = static_cast<std::size_t>(V.num_dofs());
   std::vector<double> mass(pattern->nnz(), 0.0), values(pattern->nnz(), 0.0);
-  assembler->matrix_into(assembly::Mass{}, mass);
-  assembler->matrix_into(assembly::Diffusion{k}, values);
+  matrices.matrix_into(assembly::Mass{}, mass);
+  matrices.matrix_into(assembly::Diffusion{k}, values);
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = mass[i] + o.dt * values[i];
   const CsrMatrix M(pattern, std::move(mass));
   const auto bc = assembly::dirichlet_values(V, dirichlet);

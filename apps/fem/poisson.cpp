@@ -39,16 +39,16 @@ void run_poisson(const PoissonOptions& o) {
   const auto dirichlet = dirichlet_conditions(*mesh, o.dirichlet, keep);
   const auto neumann = neumann_conditions(*mesh, o.neumann, keep);
 
-  const gpu::Executor exec = executor(c);
   Stopwatch w;
   const assembly::FunctionSpace V(mesh_key, c.order, 1, store);
-  const auto assembler = std::make_shared<const assembly::Assembler>(V, exec);
+  const MatrixAssembler matrices(V, c);
+  const auto assembler = matrices.host_ptr();
   t.connectivity = w.seconds();
 
   w = Stopwatch();
   const auto pattern = assembler->pattern();
   std::vector<double> values(pattern->nnz(), 0.0);
-  assembler->matrix_into(assembly::Diffusion{k}, values);
+  matrices.matrix_into(assembly::Diffusion{k}, values);
   std::vector<double> b(V.num_dofs(), 0.0);
   if (source) assembler->vector_into(assembly::Source{source->function()}, b);
   for (const auto& n : neumann) assembler->vector_into(n, b);

@@ -229,6 +229,7 @@ void check_device(const std::string& device) {
 }  // namespace
 
 gpu::Executor executor(const CommonOptions& o) {
+  if (o.device == "debug-device") return gpu::Executor::debug_device();
   if (o.device != "cuda") return gpu::Executor::host();
   check_device(o.device);
   try {
@@ -236,6 +237,19 @@ gpu::Executor executor(const CommonOptions& o) {
   } catch (const Error& e) {
     throw Error(fmt::format("--device cuda: {}", e.what()));
   }
+}
+
+MatrixAssembler::MatrixAssembler(const assembly::FunctionSpace& V, const CommonOptions& o) {
+  const gpu::Executor exec = executor(o);
+  if (o.device == "cpu")
+    host_ = std::make_shared<const assembly::Assembler>(V, exec);
+  else
+    device_ = std::make_shared<const assembly::DeviceAssembler>(V, exec);
+}
+
+std::shared_ptr<const assembly::Assembler> MatrixAssembler::host_ptr() const {
+  if (host_) return host_;
+  return std::shared_ptr<const assembly::Assembler>(device_, &device_->host());  // aliasing: keeps device_ alive
 }
 
 void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
@@ -247,8 +261,10 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
       ->check(CLI::IsMember({"auto", "cholmod", "umfpack", "klu", "ldlt", "lu"}));
   cmd.add_option("--ordering", o.ordering, "fill-reducing ordering")
       ->check(CLI::IsMember({"auto", "amd", "colamd", "metis", "natural"}));
-  cmd.add_option("--device", o.device, "where the connectivity is built: cpu (default) or cuda (a CUDA build and GPU)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
+  cmd.add_option("--device", o.device,
+                 "where the connectivity and the matrices are built: cpu (default), cuda (a CUDA build and GPU), "
+                 "or debug-device (the device code path on the CPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "debug-device"}))
       ->each(check_device);  // fails at parse time, before any work, in every subcommand
   cmd.add_option("--threads", o.threads, "assembly threads (OpenMP; 0: its default)")->check(CLI::NonNegativeNumber);
   cmd.add_option("--json", o.json,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "fem/assembly/assembly.hpp"
+#include "fem/assembly/device.hpp"
 #include "fem/gpu/executor.hpp"
 #include "fem/mesh.hpp"
 #include "fem/solve/solve.hpp"
@@ -108,7 +109,7 @@ struct CommonOptions {
   int threads = 0;
   std::string json;
   std::string output;
-  std::string device = "cpu";  ///< where the connectivity is built: cpu or cuda
+  std::string device = "cpu";  ///< cpu, cuda or debug-device (see MatrixAssembler)
   bool quiet = false;
   /// Human text goes to stdout, or to stderr when the JSON goes to stdout.
   std::FILE* text() const { return json == "-" ? stderr : stdout; }
@@ -118,10 +119,33 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order = true)
 /// Applies --threads.
 void apply_threads(const CommonOptions& o);
 solve::Options solve_options(const CommonOptions& o);
-/// The executor of --device: the host, or a CUDA device (a fem::Error of one line when this
-/// build has no CUDA support or no device answers). `--device cuda` is also checked as soon
-/// as it is parsed, so every subcommand fails before it reads the mesh.
+/// The executor of --device: the host, a CUDA device (a fem::Error of one line when this
+/// build has no CUDA support or no device answers), or the debug device (the device code path
+/// on the CPU). `--device cuda` is also checked as soon as it is parsed, so every subcommand
+/// fails before it reads the mesh.
 gpu::Executor executor(const CommonOptions& o);
+
+/// The matrices of a run: with --device cpu the host Assembler; with cuda or debug-device a
+/// DeviceAssembler (the connectivity built on that executor, the mesh and slot map uploaded
+/// once, every matrix assembled there and copied back for the CPU solver). Vectors, Dirichlet
+/// data and errors always use the host Assembler.
+class MatrixAssembler {
+ public:
+  MatrixAssembler(const assembly::FunctionSpace& V, const CommonOptions& o);
+  const assembly::Assembler& host() const { return device_ ? device_->host() : *host_; }
+  std::shared_ptr<const assembly::Assembler> host_ptr() const;
+  template <class Form>
+  void matrix_into(const Form& form, std::span<double> values) const {
+    if (device_)
+      device_->matrix_into(form, values);
+    else
+      host_->matrix_into(form, values);
+  }
+
+ private:
+  std::shared_ptr<const assembly::Assembler> host_;
+  std::shared_ptr<const assembly::DeviceAssembler> device_;
+};
 
 /// Load the mesh (timed as read_mesh) and publish it under `mesh/<stem>`; returns the key.
 std::string load_and_publish(const std::string& spec, Timings& t, Store& store = fem::store());

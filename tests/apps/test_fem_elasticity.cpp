@@ -216,7 +216,7 @@ TEST(FemElasticity, BadInputsAreOneLineErrors) {
 TEST(FemDevice, CudaRunsOrFailsInOneLine) {
   const auto dir = temp_dir();
   const std::string runs[] = {
-      "poisson gen:square-tri3:8 --source -6 --dirichlet all=1+x*x+2*y*y --exact 1+x*x+2*y*y --order 2",
+      "poisson gen:square-tri3:8 --source -6 --dirichlet all=1+x*x+2*y*y --exact 1+x*x+2*y*y",
       "heat gen:square-tri3:8 --dt 0.01 --steps 3 --dirichlet all=0 --initial 'sin(pi*x)*sin(pi*y)'",
       "nonlinear gen:square-tri3:8 --problem bratu --lambda 1",
       "elasticity gen:square-tri3:8 --dirichlet all=0.01*x,0.02*y --exact 0.01*x,0.02*y"};
@@ -243,6 +243,36 @@ TEST(FemDevice, CudaRunsOrFailsInOneLine) {
     EXPECT_EQ(j["device"], "cpu") << args;
   }
   EXPECT_NE(fem_run(runs[0] + " --device tpu", dir).status, 0);
+  fs::remove_all(dir);
+}
+
+// --device debug-device: the connectivity and every matrix go through the device code path on
+// the CPU (separate buffers, explicit copies, DeviceAssembler); the results equal the CPU run's
+// to round-off, and a space the device does not assemble (P2) is a one-line error.
+TEST(FemDevice, DebugDeviceMatchesTheCpu) {
+  const auto dir = temp_dir();
+  const std::string runs[] = {
+      "poisson gen:square-tri3:12 --source -6 --dirichlet all=1+x*x+2*y*y --exact 1+x*x+2*y*y --coefficient all=2",
+      "poisson gen:cube-tet4:4 --source 'sin(x)' --dirichlet all=0",
+      "heat gen:square-quad4:10 --dt 0.01 --steps 3 --dirichlet all=0 --initial 'sin(pi*x)*sin(pi*y)'",
+      "elasticity gen:square-tri3:8 --dirichlet all=0.01*x,0.02*y --exact 0.01*x,0.02*y",
+      "elasticity gen:cube-tet4:3 --fixed left --body-force 0,0,-1 --E all=100 --nu all=0.3"};
+  for (const auto& args : runs) {
+    const auto dev = run_json(args + " --device debug-device", dir);
+    const auto cpu = run_json(args, dir);
+    ASSERT_FALSE(dev.is_null() || cpu.is_null()) << args;
+    EXPECT_EQ(dev["device"], "debug-device") << args;
+    for (const char* k : {"min", "max"}) {
+      const double a = number(dev["solution"][k]), b = number(cpu["solution"][k]);
+      EXPECT_NEAR(a, b, 1e-10 * std::max(1.0, std::abs(b))) << args << " solution." << k;
+    }
+    if (cpu.contains("error")) {
+      EXPECT_NEAR(number(dev["error"]["l2"]), number(cpu["error"]["l2"]), 1e-10) << args;
+    }
+    EXPECT_EQ(number(dev["cache"]["pattern_builds"]), 1) << args;
+  }
+  expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --order 2 --dirichlet all=0 --device debug-device", dir),
+                         "device assembly");
   fs::remove_all(dir);
 }
 
