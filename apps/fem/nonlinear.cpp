@@ -53,7 +53,9 @@ void run_nonlinear(const NonlinearOptions& o) {
 
   Stopwatch w;
   const assembly::FunctionSpace V(mesh_key, c.order, 1, store);
-  const auto assembler = std::make_shared<const assembly::Assembler>(V);
+  // --device builds the connectivity on that executor; Newton's residual and Jacobian kernels
+  // (fem/newton) run on the host.
+  const auto assembler = std::make_shared<const assembly::Assembler>(V, executor(c));
   t.connectivity = w.seconds();
 
   w = Stopwatch();
@@ -135,6 +137,7 @@ void run_nonlinear(const NonlinearOptions& o) {
   if (!c.json.empty()) {
     nlohmann::json j;
     j["command"] = "nonlinear";
+    j["device"] = c.device;
     j["problem"] = o.problem;
     j["mesh"] = mesh_json(*mesh);
     j["order"] = c.order;

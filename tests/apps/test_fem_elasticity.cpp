@@ -256,7 +256,8 @@ TEST(FemDevice, DebugDeviceMatchesTheCpu) {
       "poisson gen:cube-tet4:4 --source 'sin(x)' --dirichlet all=0",
       "heat gen:square-quad4:10 --dt 0.01 --steps 3 --dirichlet all=0 --initial 'sin(pi*x)*sin(pi*y)'",
       "elasticity gen:square-tri3:8 --dirichlet all=0.01*x,0.02*y --exact 0.01*x,0.02*y",
-      "elasticity gen:cube-tet4:3 --fixed left --body-force 0,0,-1 --E all=100 --nu all=0.3"};
+      "elasticity gen:cube-tet4:3 --fixed left --body-force 0,0,-1 --E all=100 --nu all=0.3",
+      "nonlinear gen:square-tri3:8 --problem bratu --lambda 2"};
   for (const auto& args : runs) {
     const auto dev = run_json(args + " --device debug-device", dir);
     const auto cpu = run_json(args, dir);
