@@ -2,10 +2,13 @@
 // edge numbering, then cell nodes.
 #include "fem/assembly/space.hpp"
 
+#include <algorithm>
+
 #include "fem/error.hpp"
 #include "fem/gpu/connectivity.hpp"
 #include "fem/gpu/keys.hpp"
 #include "fem/lagrange.hpp"
+#include "fem/memory.hpp"
 #include "fem/reference_cell.hpp"
 
 namespace fem::assembly {
@@ -50,7 +53,9 @@ DofMap build_dofmap(const Mesh& mesh, int degree) {
   d.nodes_per_cell = npc;
 
   // Vertex nodes: the mesh nodes that are cell vertices, in mesh order.
-  d.vertex_node.assign(mesh.num_nodes(), -1);
+  // (Big arrays in prefaulted memory: faulting 4 KB pages one at a time costs more than the loops.)
+  resize_prefaulted(d.vertex_node, static_cast<std::size_t>(mesh.num_nodes()));
+  std::fill(d.vertex_node.begin(), d.vertex_node.end(), -1);
   for (index_t c = 0; c < nc; ++c)
     for (int v = 0; v < nv; ++v) d.vertex_node[mesh.cell(c)[v]] = 0;
   for (index_t i = 0; i < mesh.num_nodes(); ++i)
@@ -70,7 +75,7 @@ DofMap build_dofmap(const Mesh& mesh, int degree) {
   if (with_cell_nodes) d.num_nodes += nc;
 
   const int ne = with_edges ? static_cast<int>(local_edges(mesh.cell_type()).size()) : 0;
-  d.cell_nodes.resize(static_cast<std::size_t>(nc) * npc);
+  resize_prefaulted(d.cell_nodes, static_cast<std::size_t>(nc) * npc);
   for (index_t c = 0; c < nc; ++c) {
     index_t* out = &d.cell_nodes[static_cast<std::size_t>(c) * npc];
     for (int v = 0; v < nv; ++v) out[v] = d.vertex_node[mesh.cell(c)[v]];
@@ -82,7 +87,7 @@ DofMap build_dofmap(const Mesh& mesh, int degree) {
   // (edge and cell nodes of P2/Q2) go through each cell's geometry map, so they sit on curved
   // second-order cells.
   const int gdim = mesh.gdim(), ng = mesh.nodes_per_cell();
-  d.coordinates.resize(static_cast<std::size_t>(d.num_nodes) * gdim);
+  resize_prefaulted(d.coordinates, static_cast<std::size_t>(d.num_nodes) * gdim);
   for (index_t i = 0; i < mesh.num_nodes(); ++i)
     if (d.vertex_node[i] >= 0)
       for (int k = 0; k < gdim; ++k) d.coordinates[static_cast<std::size_t>(d.vertex_node[i]) * gdim + k] = mesh.node(i)[k];
