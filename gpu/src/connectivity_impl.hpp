@@ -71,8 +71,6 @@ T read_scalar(const Executor& exec, const T* p) {
   return v;
 }
 
-inline constexpr std::uint32_t diagonal_tag = ~std::uint32_t{0};
-
 /// Throws InvalidArgument when nnz_nodes · block_size² leaves the 32-bit index range (host code).
 void check_pattern_size(std::size_t nnz_nodes, int block_size);
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "launch_host.hpp"
 #include "fem/memory.hpp"
 
 namespace fem::gpu::detail {
@@ -21,27 +22,9 @@ void prefetch_home(const TableRef<K, V>& t, const K& key) {
   __builtin_prefetch(&t.values[s], 1, 0);
 }
 
-// Exclusive prefix sum in place, two passes over per-thread blocks.
+// Exclusive prefix sum in place (the host launch policy's, which follows the OpenMP team).
 void exclusive_scan(std::uint32_t* data, std::int64_t n) {
-  const int nt = omp_get_max_threads();
-  std::vector<std::uint64_t> partial(nt + 1, 0);
-#pragma omp parallel num_threads(nt)
-  {
-    const int t = omp_get_thread_num();
-    const std::int64_t b = n * t / nt, e = n * (t + 1) / nt;
-    std::uint64_t s = 0;
-    for (std::int64_t i = b; i < e; ++i) s += data[i];
-    partial[t + 1] = s;
-#pragma omp barrier
-#pragma omp single
-    for (int k = 0; k < nt; ++k) partial[k + 1] += partial[k];
-    std::uint64_t run = partial[t];
-    for (std::int64_t i = b; i < e; ++i) {
-      const std::uint32_t v = data[i];
-      data[i] = static_cast<std::uint32_t>(run);
-      run += v;
-    }
-  }
+  HostLaunch::exclusive_scan(Executor::host(), data, static_cast<std::size_t>(n));
 }
 
 template <class K, class V>
@@ -107,11 +90,11 @@ class HostBackend final : public TableBackend<K, V> {
 
   void export_entries(TableRef<K, V> t, std::size_t size, K* keys, V* values) override {
     const auto cap = static_cast<std::int64_t>(t.mask + 1);
-    const int nt = omp_get_max_threads();
-    std::vector<std::int64_t> offset(nt + 1, 0);
-#pragma omp parallel num_threads(nt)
+    const int max_threads = omp_get_max_threads();
+    std::vector<std::int64_t> offset(max_threads + 1, 0);
+#pragma omp parallel num_threads(max_threads)
     {
-      const int th = omp_get_thread_num();
+      const int nt = omp_get_num_threads(), th = omp_get_thread_num();  // the team OpenMP gave
       const std::int64_t b = cap * th / nt, e = cap * (th + 1) / nt;
       std::int64_t count = 0;
       for (std::int64_t s = b; s < e; ++s) count += slot_occupied(t.keys[s]);

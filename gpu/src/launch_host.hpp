@@ -68,12 +68,17 @@ struct HostLaunch {
   /// data[0..n) becomes its exclusive prefix sum; returns the total.
   template <class T>
   static std::uint64_t exclusive_scan(const Executor&, T* data, std::size_t n) {
-    const int nt = omp_get_max_threads();
-    std::vector<std::uint64_t> partial(nt + 1, 0);
+    // The team may be smaller than asked (nested in a parallel region, OMP_THREAD_LIMIT,
+    // OMP_DYNAMIC): the blocks follow the team OpenMP actually gives.
+    const int max_threads = omp_get_max_threads();
+    std::vector<std::uint64_t> partial(max_threads + 1, 0);
     const auto nn = static_cast<std::int64_t>(n);
-#pragma omp parallel num_threads(nt)
+    int team = 1;
+#pragma omp parallel num_threads(max_threads)
     {
-      const int t = omp_get_thread_num();
+      const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+#pragma omp single
+      team = nt;
       const std::int64_t b = nn * t / nt, e = nn * (t + 1) / nt;
       std::uint64_t s = 0;
       for (std::int64_t i = b; i < e; ++i) s += static_cast<std::uint64_t>(data[i]);
@@ -88,7 +93,7 @@ struct HostLaunch {
         run += v;
       }
     }
-    return partial[nt];
+    return partial[team];
   }
 };
 

@@ -2,6 +2,7 @@
 // pattern and element-to-slot map (2D/3D, P1, P2, Q1, vector blocks), edge numbering, and
 // boundary facets (counts, identity with the generator's sides, outward orientation).
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -131,6 +132,27 @@ TEST_P(ConnectivityTest, DegenerateInputsMatchSortUnique) {
 
   const DofMap repeated{{0, 1, 1, 1, 2, 3, 3, 3, 3}, 3, 4};
   expect_matches_reference(build_connectivity(exec, repeated.cell_nodes, 3, repeated.num_nodes, 1), repeated, 1);
+}
+
+// Called from inside a parallel region (nested parallelism off), the host twin's loops get a
+// team of one thread while omp_get_max_threads() still says 4: the scans must follow the team
+// OpenMP gives, not the one they asked for (they once left blocks unscanned and overflowed).
+TEST(ConnectivityHost, InsideAParallelRegionTheTeamIsSmallerThanAsked) {
+  const int saved_threads = omp_get_max_threads(), saved_levels = omp_get_max_active_levels();
+  omp_set_max_active_levels(1);
+  omp_set_num_threads(4);
+  const DofMap d = p1(fem::mesh::unit_square(CellType::tri3, 64));  // 8192 cells: the parallel paths
+  std::vector<Connectivity> inside(2);
+#pragma omp parallel num_threads(2)
+  inside[omp_get_thread_num()] = build_connectivity(Executor::host(), d.cell_nodes, 3, d.num_nodes, 1);
+  const auto mesh = fem::mesh::unit_square(CellType::tri3, 16);
+  BoundaryFacets facets[2];
+#pragma omp parallel num_threads(2)
+  facets[omp_get_thread_num()] = find_boundary_facets(Executor::host(), mesh);
+  omp_set_num_threads(saved_threads);
+  omp_set_max_active_levels(saved_levels);
+  for (const auto& conn : inside) expect_matches_reference(conn, d, 1);
+  for (const auto& f : facets) EXPECT_EQ(f.cell.size(), 4u * 16u);
 }
 
 TEST_P(ConnectivityTest, SameResultOnEveryExecutor) {

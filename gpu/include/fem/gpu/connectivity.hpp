@@ -33,9 +33,9 @@ struct Connectivity {
 /// vector-valued spaces). Every row has its diagonal; columns are sorted.
 ///
 /// Built with the hash table: every unordered pair of distinct nodes of a cell is inserted into
-/// a table of (smaller, larger) node keys whose home slots are row-local (a pair probes from a
-/// window owned by its smaller node, so the pairs of neighbouring cells share cache lines; a
-/// pathological numbering falls back to hashed slots). The unique keys fill the CSR rows, each
+/// a table of node-pair keys whose home slots are row-local (a pair probes from a window owned
+/// by its larger node, else its smaller one, so the pairs of neighbouring cells share cache
+/// lines; a pathological numbering falls back to hashed slots). The unique keys fill the CSR rows, each
 /// row is sorted, and each element entry is then looked up once in its sorted row. No array is
 /// kept per pair occurrence. The result does not depend on the thread count or the executor.
 Connectivity build_connectivity(const Executor& exec, std::span<const index_t> cell_nodes, int nodes_per_cell,

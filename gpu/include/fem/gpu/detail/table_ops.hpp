@@ -195,14 +195,14 @@ template <class A, class K, class V>
 FEM_HD_INLINE ProbeResult insert_key(const TableRef<K, V>& t, const K& key) {
   std::uint64_t slot = home_slot(t, key);
   const std::uint64_t limit = t.probe_limit ? t.probe_limit : t.mask + 1;
-  for (std::uint32_t probes = 1; probes <= limit; ++probes) {
+  for (std::uint64_t probes = 1; probes <= limit; ++probes) {
     if constexpr (std::is_same_v<K, std::uint64_t>) {
       std::uint64_t cur = A::load(&t.keys[slot]);
-      if (cur == key) return {std::uint32_t(slot), probes, false, false};
+      if (cur == key) return {std::uint32_t(slot), std::uint32_t(probes), false, false};
       if (cur == KeyTraits<K>::empty) {
         cur = A::cas(&t.keys[slot], KeyTraits<K>::empty, key);
-        if (cur == KeyTraits<K>::empty) return {std::uint32_t(slot), probes, true, false};
-        if (cur == key) return {std::uint32_t(slot), probes, false, false};
+        if (cur == KeyTraits<K>::empty) return {std::uint32_t(slot), std::uint32_t(probes), true, false};
+        if (cur == key) return {std::uint32_t(slot), std::uint32_t(probes), false, false};
       }
     } else {
       using T = KeyTraits<Key128>;
@@ -214,14 +214,14 @@ FEM_HD_INLINE ProbeResult insert_key(const TableRef<K, V>& t, const K& key) {
           t.keys[slot].lo = key.lo;
           A::fence();
           A::store(hi, key.hi);
-          return {std::uint32_t(slot), probes, true, false};
+          return {std::uint32_t(slot), std::uint32_t(probes), true, false};
         }
       }
       while (cur == T::locked_hi) {
         A::pause();
         cur = A::load(hi);
       }
-      if (cur == key.hi && A::load(&t.keys[slot].lo) == key.lo) return {std::uint32_t(slot), probes, false, false};
+      if (cur == key.hi && A::load(&t.keys[slot].lo) == key.lo) return {std::uint32_t(slot), std::uint32_t(probes), false, false};
     }
     slot = (slot + 1) & t.mask;
   }
