@@ -20,10 +20,13 @@ std::string executor_key(const gpu::Executor& exec) {
     case gpu::Executor::Kind::debug_device: return "debug-device";
     case gpu::Executor::Kind::cuda: break;
   }
+  // The context's address tells two devices of the same model apart (and injected contexts). It
+  // cannot be reused by another context while an entry keyed with it exists: the entry's device
+  // buffers hold a reference to their context.
   std::string key = "cuda-";
   for (char ch : exec.context().properties().name)
     key += (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ? ch : '-';
-  return key;
+  return fmt::format("{}-{}", key, static_cast<const void*>(exec.context_ptr().get()));
 }
 
 namespace {

@@ -57,7 +57,7 @@ struct DevicePlan {
   Residency residency() const noexcept { return where; }
 };
 
-/// The key qualifier of an executor in store keys: host, debug-device, cuda-<device name>.
+/// The key qualifier of an executor in store keys: host, debug-device, cuda-<device name>-<context>.
 std::string executor_key(const gpu::Executor& exec);
 
 /// V's mesh on `exec`: from the store when V's mesh is in one, else uploaded (not cached).
