@@ -95,15 +95,9 @@ void run_elasticity(const ElasticityOptions& o) {
   std::vector<assembly::Neumann> tractions;
   for (const auto& v : o.traction) {
     const auto [tag, expr] = split_tagged("--traction", v);
-    std::vector<int> tags;
-    if (tag == "all") {
-      const std::set<int> all(mesh->facet_tags().begin(), mesh->facet_tags().end());
-      tags.assign(all.begin(), all.end());
-    } else {
-      tags.push_back(facet_tag(*mesh, "--traction", tag));
-    }
+    auto tags = facet_tags_of(*mesh, "--traction", tag);
     auto g = vector_function(vector_expression("--traction " + tag, expr, dim, gdim));
-    if (!tags.empty()) tractions.push_back({std::move(tags), std::move(g)});
+    tractions.push_back({std::move(tags), std::move(g)});
   }
   std::optional<assembly::VectorFunction> body_force, exact;
   if (!o.body_force.empty()) body_force = vector_function(vector_expression("--body-force", o.body_force, dim, gdim));

@@ -108,6 +108,14 @@ int resolve_tag(const Mesh& mesh, int dim, const std::string& option, const std:
 
 }  // namespace
 
+std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, const std::string& tag) {
+  if (tag != "all") return {facet_tag(mesh, option, tag)};
+  const std::set<int> all(mesh.facet_tags().begin(), mesh.facet_tags().end());
+  if (all.empty())
+    throw Error(fmt::format("{} all: mesh '{}' has no tagged boundary facets", option, mesh.source()));
+  return {all.begin(), all.end()};
+}
+
 int facet_tag(const Mesh& mesh, const std::string& option, const std::string& tag) {
   return resolve_tag(mesh, mesh.tdim() - 1, option, tag, "facet");
 }
@@ -137,14 +145,7 @@ std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::v
   for (const auto& v : values) {
     const auto [tag, expr] = split_tagged("--neumann", v);
     keep.emplace_back("--neumann " + tag, expr, mesh.gdim());
-    std::vector<int> tags;
-    if (tag == "all") {
-      const std::set<int> all(mesh.facet_tags().begin(), mesh.facet_tags().end());
-      tags.assign(all.begin(), all.end());
-    } else {
-      tags.push_back(facet_tag(mesh, "--neumann", tag));
-    }
-    if (!tags.empty()) out.push_back(assembly::Neumann::scalar(std::move(tags), keep.back().function()));
+    out.push_back(assembly::Neumann::scalar(facet_tags_of(mesh, "--neumann", tag), keep.back().function()));
   }
   return out;
 }

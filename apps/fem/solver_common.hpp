@@ -63,6 +63,9 @@ TaggedExpression split_tagged(const std::string& option, const std::string& valu
 /// The facet tag of `tag` (a physical name of dimension tdim-1, or a number); a name the mesh
 /// lacks is a fem::Error naming it, the option and the facet names present.
 int facet_tag(const Mesh& mesh, const std::string& option, const std::string& tag);
+/// The facet tags a boundary option names: facet_tag(tag), or for `all` every facet tag of the
+/// mesh (an error naming the option when the mesh has none, rather than a silent no-op).
+std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, const std::string& tag);
 /// The same for cell tags.
 int cell_tag(const Mesh& mesh, const std::string& option, const std::string& tag);
 
