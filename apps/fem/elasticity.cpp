@@ -163,18 +163,7 @@ void run_elasticity(const ElasticityOptions& o) {
   }
 
   if (!c.json.empty()) {
-    nlohmann::json j;
-    j["command"] = "elasticity";
-    j["mesh"] = mesh_json(*mesh);
-    j["order"] = c.order;
-    j["device"] = c.device;
-    j["dofs"] = V.num_dofs();
-    j["dirichlet_dofs"] = bc.dofs.size();
-    j["solver"] = {{"backend", std::string(solve::to_string(factor->backend()))},
-                   {"ordering", std::string(solve::to_string(factor->ordering()))},
-                   {"factor_nonzeros", factor->factor_nonzeros()}};
-    j["timings"] = timings_json(t);
-    j["cache"] = cache_json(store);
+    nlohmann::json j = linear_run_json("elasticity", c, *mesh, V.num_dofs(), bc.dofs.size(), *factor, t, store);
     j["solution"] = range_json(magnitude);  // of |u| at the DOF nodes
     for (const auto& [lo, hi] : ranges) j["solution"]["components"].push_back({{"min", lo}, {"max", hi}});
     j["stress"] = {{"von_mises_min", mises_range["min"]}, {"von_mises_max", mises_range["max"]}};

@@ -139,19 +139,8 @@ void run_heat(const HeatOptions& o) {
   const std::int64_t factorizations = store.counter("solve.factorizations"),
                      cache_hits = store.counter("solve.cache_hits");
   if (!c.json.empty()) {
-    nlohmann::json j;
-    j["command"] = "heat";
-    j["mesh"] = mesh_json(*mesh);
-    j["order"] = c.order;
-    j["device"] = c.device;
-    j["dofs"] = V.num_dofs();
-    j["dirichlet_dofs"] = bc.dofs.size();
+    nlohmann::json j = linear_run_json("heat", c, *mesh, V.num_dofs(), bc.dofs.size(), *factor, t, store);
     j["time"] = {{"dt", o.dt}, {"steps", o.steps}, {"final", o.steps * o.dt}};
-    j["solver"] = {{"backend", std::string(solve::to_string(factor->backend()))},
-                   {"ordering", std::string(solve::to_string(factor->ordering()))},
-                   {"factor_nonzeros", factor->factor_nonzeros()}};
-    j["timings"] = timings_json(t);
-    j["cache"] = cache_json(store);
     j["solution"] = range_json(u);
     if (series) {
       j["output"] = series->path().string();

@@ -82,18 +82,7 @@ void run_poisson(const PoissonOptions& o) {
   }
 
   if (!c.json.empty()) {
-    nlohmann::json j;
-    j["command"] = "poisson";
-    j["mesh"] = mesh_json(*mesh);
-    j["order"] = c.order;
-    j["device"] = c.device;
-    j["dofs"] = V.num_dofs();
-    j["dirichlet_dofs"] = bc.dofs.size();
-    j["solver"] = {{"backend", std::string(solve::to_string(factor->backend()))},
-                   {"ordering", std::string(solve::to_string(factor->ordering()))},
-                   {"factor_nonzeros", factor->factor_nonzeros()}};
-    j["timings"] = timings_json(t);
-    j["cache"] = cache_json(store);
+    nlohmann::json j = linear_run_json("poisson", c, *mesh, V.num_dofs(), bc.dofs.size(), *factor, t, store);
     j["solution"] = range_json(u);
     if (exact) j["error"] = {{"l2", err.l2}, {"h1", err.h1}};
     if (!c.output.empty()) j["output"] = c.output;

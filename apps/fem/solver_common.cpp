@@ -326,6 +326,24 @@ const char* const counter_names[][2] = {{"pattern_builds", "assembly.pattern_bui
                                         {"cache_hits", "solve.cache_hits"}};
 }
 
+nlohmann::json linear_run_json(const char* command, const CommonOptions& c, const Mesh& mesh, index_t dofs,
+                               std::size_t dirichlet_dofs, const solve::Factorization& factor, const Timings& t,
+                               const Store& store) {
+  nlohmann::json j;
+  j["command"] = command;
+  j["mesh"] = mesh_json(mesh);
+  j["order"] = c.order;
+  j["device"] = c.device;
+  j["dofs"] = dofs;
+  j["dirichlet_dofs"] = dirichlet_dofs;
+  j["solver"] = {{"backend", std::string(solve::to_string(factor.backend()))},
+                 {"ordering", std::string(solve::to_string(factor.ordering()))},
+                 {"factor_nonzeros", factor.factor_nonzeros()}};
+  j["timings"] = timings_json(t);
+  j["cache"] = cache_json(store);
+  return j;
+}
+
 nlohmann::json cache_json(const Store& store) {
   nlohmann::json j;
   for (const auto& [short_name, name] : counter_names) j[short_name] = store.counter(name);

@@ -157,6 +157,11 @@ std::string load_and_publish(const std::string& spec, Timings& t, Store& store =
 nlohmann::json mesh_json(const Mesh& mesh);
 nlohmann::json timings_json(const Timings& t);
 nlohmann::json cache_json(const Store& store);
+/// The --json fields the linear solver subcommands share: command, mesh, order, device, dofs,
+/// dirichlet_dofs, solver.{backend, ordering, factor_nonzeros}, timings and cache.
+nlohmann::json linear_run_json(const char* command, const CommonOptions& c, const Mesh& mesh, index_t dofs,
+                               std::size_t dirichlet_dofs, const solve::Factorization& factor, const Timings& t,
+                               const Store& store);
 nlohmann::json range_json(std::span<const double> u);
 /// Print the timing table and cache counters to `out`.
 void print_timings(std::FILE* out, const Timings& t, const Store& store);

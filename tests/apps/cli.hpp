@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace fem::testing {
@@ -46,6 +48,21 @@ inline CliResult fem_run(const std::string& args, const std::filesystem::path& d
   r.out = slurp(out);
   r.err = slurp(err);
   return r;
+}
+
+/// The --json summary of a run that must succeed (null, with a test failure, when it does not).
+inline nlohmann::json run_json(const std::string& args, const std::filesystem::path& dir) {
+  const CliResult r = fem_run(args + " --json -", dir);
+  EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
+  if (r.status != 0) return {};
+  return nlohmann::json::parse(r.out);
+}
+
+/// A failed run whose error is one line naming `name`.
+inline void expect_one_line_naming(const CliResult& r, const std::string& name) {
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
 }
 
 }  // namespace fem::testing

@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 using fem::CellType;
 
 using fem::testing::CliResult;
+using fem::testing::expect_one_line_naming;
 using fem::testing::fem_run;
 using fem::testing::slurp;
 using fem::testing::temp_dir;
@@ -128,12 +129,6 @@ TEST(FemConvert, MshReadsBackWithItsTaggedFacets) {
   EXPECT_EQ(j["check"]["ok"], true);
   EXPECT_EQ(j["check"]["untagged_boundary_facets"], 0);
   fs::remove_all(dir);
-}
-
-void expect_one_line_naming(const CliResult& r, const std::string& name) {
-  EXPECT_NE(r.status, 0);
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
 }
 
 TEST(FemCli, MissingFileIsOneLineNamingItAndAnError) {

@@ -23,22 +23,12 @@ namespace {
 namespace fs = std::filesystem;
 
 using fem::testing::CliResult;
+using fem::testing::expect_one_line_naming;
 using fem::testing::fem_run;
+using fem::testing::run_json;
 using fem::testing::slurp;
 using fem::testing::temp_dir;
 
-nlohmann::json run_json(const std::string& args, const fs::path& dir) {
-  const CliResult r = fem_run(args + " --json -", dir);
-  EXPECT_EQ(r.status, 0) << args << "\n" << r.err;
-  if (r.status != 0) return {};
-  return nlohmann::json::parse(r.out);
-}
-
-void expect_one_line_naming(const CliResult& r, const std::string& name) {
-  EXPECT_NE(r.status, 0);
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(name), std::string::npos) << r.err;
-}
 
 const std::string quadratic = "1+x*x+2*y*y";  // -Δu = -6
 
