@@ -177,8 +177,7 @@ void run_elasticity(const ElasticityOptions& o) {
              mesh->cell_info().name);
   fmt::print(out, "space       {} with {} dofs ({} constrained){}\n", V.name(), V.num_dofs(), bc.dofs.size(),
              dim == 2 ? ", plane strain" : "");
-  fmt::print(out, "solver      {} ({} ordering, {} factor nonzeros)\n", solve::to_string(factor->backend()),
-             solve::to_string(factor->ordering()), factor->factor_nonzeros());
+  print_solver(out, *factor);
   const auto r = range_json(magnitude);
   fmt::print(out, "displacement max |u| {:.6g}", r["max"].get<double>());
   for (int k = 0; k < dim; ++k)

@@ -154,8 +154,7 @@ void run_heat(const HeatOptions& o) {
              mesh->cell_info().name);
   fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), V.num_dofs(), bc.dofs.size());
   fmt::print(out, "time        {} steps of {} to t = {}\n", o.steps, o.dt, o.steps * o.dt);
-  fmt::print(out, "solver      {} ({} ordering, {} factor nonzeros)\n", solve::to_string(factor->backend()),
-             solve::to_string(factor->ordering()), factor->factor_nonzeros());
+  print_solver(out, *factor);
   fmt::print(out, "factorize   {:.4f} s once; {} solves {:.4f} s in all ({:.2e} s each)\n", t.factorize, o.steps,
              t.solve, t.solve / o.steps);
   fmt::print(out, "store       solve.factorizations={} solve.cache_hits={}\n", factorizations, cache_hits);

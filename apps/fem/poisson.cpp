@@ -93,8 +93,7 @@ void run_poisson(const PoissonOptions& o) {
   fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", mesh->source(), mesh->num_nodes(), mesh->num_cells(),
              mesh->cell_info().name);
   fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), V.num_dofs(), bc.dofs.size());
-  fmt::print(out, "solver      {} ({} ordering, {} factor nonzeros)\n", solve::to_string(factor->backend()),
-             solve::to_string(factor->ordering()), factor->factor_nonzeros());
+  print_solver(out, *factor);
   const auto r = range_json(u);
   fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", r["min"].get<double>(), r["max"].get<double>());
   if (exact) fmt::print(out, "error       L2 {:.6e}, H1 {:.6e}\n", err.l2, err.h1);

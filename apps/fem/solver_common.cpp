@@ -326,6 +326,11 @@ const char* const counter_names[][2] = {{"pattern_builds", "assembly.pattern_bui
                                         {"cache_hits", "solve.cache_hits"}};
 }
 
+void print_solver(std::FILE* out, const solve::Factorization& factor) {
+  fmt::print(out, "solver      {} ({} ordering, {} factor nonzeros)\n", solve::to_string(factor.backend()),
+             solve::to_string(factor.ordering()), factor.factor_nonzeros());
+}
+
 nlohmann::json linear_run_json(const char* command, const CommonOptions& c, const Mesh& mesh, index_t dofs,
                                std::size_t dirichlet_dofs, const solve::Factorization& factor, const Timings& t,
                                const Store& store) {

@@ -159,6 +159,8 @@ nlohmann::json timings_json(const Timings& t);
 nlohmann::json cache_json(const Store& store);
 /// The --json fields the linear solver subcommands share: command, mesh, order, device, dofs,
 /// dirichlet_dofs, solver.{backend, ordering, factor_nonzeros}, timings and cache.
+/// The "solver" line of the text summary: backend, ordering, factor nonzeros.
+void print_solver(std::FILE* out, const solve::Factorization& factor);
 nlohmann::json linear_run_json(const char* command, const CommonOptions& c, const Mesh& mesh, index_t dofs,
                                std::size_t dirichlet_dofs, const solve::Factorization& factor, const Timings& t,
                                const Store& store);
