@@ -27,7 +27,7 @@ struct NonlinearOptions {
   bool continuation = false;
   std::vector<std::string> dirichlet;
   std::string source, exact;
-  int lag = 1, max_iterations = 50;
+  int lag = 1, anderson = 0, max_iterations = 50;
   std::string line_search = "none";
   double rtol = 1e-10, atol = 1e-10;
 };
@@ -78,7 +78,7 @@ void run_nonlinear(const NonlinearOptions& o) {
   nopts.rtol = o.rtol;
   nopts.max_iterations = o.max_iterations;
   nopts.line_search = o.line_search == "backtracking" ? newton::LineSearch::backtracking : newton::LineSearch::none;
-  if (o.lag > 1) nopts.lagging = newton::Lagging::fixed(o.lag);
+  if (o.lag > 1) nopts.lagging = newton::Lagging::fixed(o.lag, o.anderson);
   nopts.linear = sopts;
   std::FILE* out = c.text();
   if (c.show_text()) nopts.monitor = newton::text_monitor(out);
@@ -207,6 +207,9 @@ void add_nonlinear(CLI::App& app) {
   cmd->add_option("--exact", o->exact, "exact solution: print its L2 and H1 errors");
   cmd->add_option("--lag", o->lag, "refresh the Jacobian every K iterations (1: full Newton)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--anderson", o->anderson,
+                  "Anderson-accelerate the steps that reuse a Jacobian, over the last M of them (0: chord steps)")
+      ->check(CLI::Range(0, 16));
   cmd->add_option("--line-search", o->line_search, "none or backtracking (Armijo)")
       ->check(CLI::IsMember({"none", "backtracking"}));
   cmd->add_option("--max-iterations", o->max_iterations, "Newton iterations at most")->check(CLI::PositiveNumber);

@@ -55,6 +55,108 @@ double norm(std::span<const double> v) {
 
 bool finite(double x) { return std::isfinite(x); }
 
+double dot(std::span<const double> a, std::span<const double> b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Anderson acceleration (type II) of the steps δ_k = J₀⁻¹F(u_k) taken with one factorization
+// J₀ (Newton updates u ← u − δ): with D_i = δ_{i+1} − δ_i and U_i = u_{i+1} − u_i over the last
+// m steps, γ = argmin ‖δ_k − D γ‖ and the step becomes δ_k − (D − U) γ. The least-squares
+// problem goes through its m × m Gram matrix, kept up to date one column per step; columns
+// are dropped, oldest first, while it is numerically singular.
+class Anderson {
+ public:
+  explicit Anderson(int depth) : depth_(depth), gram_(static_cast<std::size_t>(depth) * depth) {}
+
+  void reset() {
+    count_ = 0;
+    have_last_ = false;
+  }
+
+  // Record (u, δ) and replace δ by the accelerated step.
+  void accelerate(std::span<const double> u, std::span<double> delta) {
+    if (depth_ == 0) return;
+    const std::size_t n = u.size();
+    if (have_last_) {
+      const int slot = (first_ + count_) % depth_;
+      if (count_ == depth_) first_ = (first_ + 1) % depth_;  // the oldest column is overwritten
+      else ++count_;
+      if (D_.size() < static_cast<std::size_t>(depth_)) D_.resize(depth_), W_.resize(depth_);
+      auto& d = D_[slot];
+      auto& w = W_[slot];
+      d.resize(n), w.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        d[i] = delta[i] - last_delta_[i];
+        w[i] = d[i] - (u[i] - last_u_[i]);
+      }
+      for (int k = 0; k < count_; ++k) {
+        const int other = (first_ + k) % depth_;
+        gram_[slot * depth_ + other] = gram_[other * depth_ + slot] = dot(d, D_[other]);
+      }
+    }
+    last_u_.assign(u.begin(), u.end());
+    last_delta_.assign(delta.begin(), delta.end());
+    have_last_ = true;
+    if (count_ == 0) return;
+
+    double rhs[kMaxDepth], gamma[kMaxDepth];
+    for (int k = 0; k < count_; ++k) rhs[k] = dot(D_[(first_ + k) % depth_], delta);
+    // Solve with the newest `m` columns; fewer while the Cholesky factor loses its pivots.
+    for (int m = count_; m > 0; --m) {
+      const int skip = count_ - m;
+      if (!solve_gram(skip, m, rhs + skip, gamma)) continue;
+      for (int k = 0; k < m; ++k) {
+        const auto& w = W_[(first_ + skip + k) % depth_];
+        for (std::size_t i = 0; i < n; ++i) delta[i] -= gamma[k] * w[i];
+      }
+      return;
+    }
+  }
+
+  static constexpr int kMaxDepth = 16;
+
+ private:
+  // gamma = G⁻¹ rhs for the Gram matrix of columns skip .. skip + m (in age order); false when
+  // a pivot falls below 1e-12 of its diagonal entry.
+  bool solve_gram(int skip, int m, const double* rhs, double* gamma) const {
+    double L[kMaxDepth][kMaxDepth];
+    auto G = [&](int i, int j) {
+      return gram_[((first_ + skip + i) % depth_) * depth_ + (first_ + skip + j) % depth_];
+    };
+    for (int j = 0; j < m; ++j) {
+      double diag = G(j, j);
+      for (int k = 0; k < j; ++k) diag -= L[j][k] * L[j][k];
+      if (!(diag > 1e-12 * G(j, j))) return false;
+      L[j][j] = std::sqrt(diag);
+      for (int i = j + 1; i < m; ++i) {
+        double v = G(i, j);
+        for (int k = 0; k < j; ++k) v -= L[i][k] * L[j][k];
+        L[i][j] = v / L[j][j];
+      }
+    }
+    for (int i = 0; i < m; ++i) {
+      double v = rhs[i];
+      for (int k = 0; k < i; ++k) v -= L[i][k] * gamma[k];
+      gamma[i] = v / L[i][i];
+    }
+    for (int i = m - 1; i >= 0; --i) {
+      double v = gamma[i];
+      for (int k = i + 1; k < m; ++k) v -= L[k][i] * gamma[k];
+      gamma[i] = v / L[i][i];
+    }
+    return true;
+  }
+
+  int depth_;
+  std::vector<double> gram_;
+  std::vector<std::vector<double>> D_, W_;
+  std::vector<double> last_u_, last_delta_;
+  int first_ = 0, count_ = 0;
+  bool have_last_ = false;
+};
+
 }  // namespace
 
 Result solve(const Problem& problem, std::span<double> u, const Options& options) {
@@ -62,6 +164,8 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
               problem.name);
   FEM_EXPECTS(!problem.name.empty(), "a Newton problem needs a name (its store keys derive from it)");
   FEM_EXPECTS(options.lagging.max_reuse >= 1, "Jacobian lag must be at least 1, not {}", options.lagging.max_reuse);
+  FEM_EXPECTS(options.lagging.anderson >= 0 && options.lagging.anderson <= Anderson::kMaxDepth,
+              "Anderson depth must be in [0, {}], not {}", Anderson::kMaxDepth, options.lagging.anderson);
   Store& store = *problem.store;
   const std::string jacobian_key = problem.name + "/J";
   const auto start = clock::now();
@@ -119,6 +223,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
   const double divergence_limit = options.divergence_tolerance * std::max(f0, options.atol);
 
   std::shared_ptr<const solve::Factorization> factors;  // may be older than the latest J: lagging
+  Anderson anderson(options.lagging.anderson);           // over the steps of `factors`
   int uses_since_refresh = 0;
   double last_ratio = 0;
   for (int k = 1;; ++k) {
@@ -141,6 +246,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
         return false;
       }
       uses_since_refresh = 0;
+      anderson.reset();
       ++result.jacobian_refreshes;
       return true;
     };
@@ -161,6 +267,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
         refreshed = true;
         continue;
       }
+      anderson.accelerate(u, delta);
       bool accepted = false;
       lambda = 1;
       for (;;) {
