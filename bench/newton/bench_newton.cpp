@@ -123,6 +123,38 @@ void BM_Newton(benchmark::State& state) {
   fem::bench::report_peak_memory(state);
 }
 
+// One residual evaluation (values only) and one fused residual + Jacobian of the problem at a
+// smooth u, through the assembled problem's callbacks: the assembly part of every iteration.
+// Args: n (cells per side), problem, fused (0: residual only, 1: residual and Jacobian).
+void BM_Residual(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int which = static_cast<int>(state.range(1));
+  const bool fused = state.range(2) != 0;
+  const Setup s = make(n, which);
+  const std::size_t ndofs = s.assembler->space().num_dofs();
+  const auto problem = nt::assembled_problem(s.assembler, s.form, s.bc, "bench/newton/residual");
+  std::vector<double> u(ndofs), F(ndofs);
+  for (std::size_t i = 0; i < ndofs; ++i) u[i] = 0.5 * std::sin(0.001 * static_cast<double>(i));
+  set_dirichlet(s.bc, u);
+  for (auto _ : state) {
+    if (fused)
+      benchmark::DoNotOptimize(problem.residual_and_jacobian(u, F).values().data());
+    else
+      problem.residual(u, F);
+    benchmark::DoNotOptimize(F.data());
+  }
+  static const char* problems[] = {"Bratu 6", "quasilinear"};
+  state.SetLabel(std::string(problems[which]) + (fused ? ", residual + Jacobian" : ", residual"));
+  state.counters["dofs"] = static_cast<double>(ndofs);
+  state.counters["cells/s"] = benchmark::Counter(static_cast<double>(s.assembler->space().mesh().num_cells()),
+                                                 benchmark::Counter::kIsIterationInvariantRate);
+}
+
+BENCHMARK(BM_Residual)
+    ->ArgsProduct({{512, 1024}, {bratu_problem, quasilinear_problem}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 BENCHMARK(BM_Newton)
     ->ArgsProduct({{512, 1024}, {bratu_problem, quasilinear_problem}, {full, lagged, naive}})
     ->Unit(benchmark::kSecond)

@@ -1,8 +1,9 @@
 // assembled_problem(): see assembled.hpp.
 //
 // Forms with a batched pointwise callback (NonlinearForm::batch, set by the library's forms) are
-// assembled here by Newton's own element kernels through the assembly kernel's public loops:
-// one call of the form per cell instead of two per quadrature point, no quadrature points where
+// assembled here by Newton's own element kernels over the assembly kernel's cell blocks: one
+// call of the form per block of cells (u and ∇u at all of the block's points first, then the
+// form on all of them at once: Bratu's e^u runs as one vector loop), no quadrature points where
 // the form does not read them, and on P1 (constant gradients) the Jacobian's quadrature sums
 // taken per term (R_ij = Σ w ∂s/∂u φ_i φ_j, D = Σ w ∂a/∂∇u, ...) instead of per entry and point.
 // The values are those of Assembler::residual_into/jacobian_into up to round-off (the sums run
@@ -20,56 +21,43 @@ namespace {
 
 using assembly::NonlinearForm;
 
-// The batched pointwise values of one cell, per thread (sized for the largest rule seen).
-struct Pointwise {
-  std::vector<double> u, g, a, da_du, da_dg, s, ds_du, ds_dg;
-  void reserve(int points, int dim) {
-    const auto q = static_cast<std::size_t>(points), d = static_cast<std::size_t>(dim);
-    if (u.size() >= q && g.size() >= q * d) return;
-    u.resize(q);
-    s.resize(q);
-    ds_du.resize(q);
-    g.resize(q * d);
-    a.resize(q * d);
-    da_du.resize(q * d);
-    ds_dg.resize(q * d);
-    da_dg.resize(q * d * d);
+// The form's values at the points of one block of cells, per thread (sized for the largest
+// block seen).
+constexpr int kChunkPoints = 48;  // points per call of the form: 8 six-point triangles
+
+struct BlockPoints {
+  std::vector<double> x, u, g, a, da_du, da_dg, s, ds_du, ds_dg;
+  void reserve(std::size_t points, int dim) {
+    const auto d = static_cast<std::size_t>(dim);
+    if (u.size() >= points && g.size() >= points * d) return;
+    for (auto* v : {&u, &s, &ds_du}) v->resize(points);
+    for (auto* v : {&x, &g, &a, &da_du, &ds_dg}) v->resize(points * d);
+    da_dg.resize(points * d * d);
   }
 };
 
-Pointwise& pointwise(int points, int dim) {
-  thread_local Pointwise p;
+BlockPoints& block_points(std::size_t points, int dim) {
+  thread_local BlockPoints p;
   p.reserve(points, dim);
   return p;
 }
 
-// u and ∇u at the cell's quadrature points, then the form's values there (and derivatives
-// when `derivatives`).
-template <class CV>
-Pointwise& evaluate(const NonlinearForm& form, const CV& cv, bool derivatives) {
-  constexpr int dim = CV::dim;
-  const int nq = cv.num_points;
-  Pointwise& p = pointwise(nq, dim);
-  double* g = p.g.data();
-  if constexpr (CV::constant_gradients) {  // ∇u is the same at every point: computed once
-    cv.u_grad(0, g);
-    for (int q = 1; q < nq; ++q)
-      for (int d = 0; d < dim; ++d) g[q * dim + d] = g[d];
-  } else {
-    for (int q = 0; q < nq; ++q) cv.u_grad(q, g + q * dim);
-  }
-  for (int q = 0; q < nq; ++q) p.u[static_cast<std::size_t>(q)] = cv.u_value(q);
-  form.batch(nq, dim, form.uses_points ? cv.x : nullptr, p.u.data(), g, p.a.data(),
-             derivatives ? p.da_du.data() : nullptr, derivatives ? p.da_dg.data() : nullptr, p.s.data(),
-             derivatives ? p.ds_du.data() : nullptr, derivatives ? p.ds_dg.data() : nullptr);
-  return p;
+// One cell's slice of a BlockPoints: the values at its points, indexed from 0.
+struct Pointwise {
+  const double *g, *a, *da_du, *da_dg, *s, *ds_du, *ds_dg;
+};
+
+Pointwise slice(const BlockPoints& p, std::size_t first_point, int dim) {
+  const std::size_t v = first_point * dim;
+  return {&p.g[v], &p.a[v], &p.da_du[v], &p.da_dg[v * dim], &p.s[first_point], &p.ds_du[first_point], &p.ds_dg[v]};
 }
 
 // be[i] += Σ_q w (s φ_i + a·∇φ_i).
-template <class CV>
+// NQ: the number of points when known at compile time (0: cv.num_points).
+template <int NQ, class CV>
 void residual_kernel(const CV& cv, const Pointwise& p, double* be) {
   constexpr int n = CV::n, dim = CV::dim;
-  const int nq = cv.num_points;
+  const int nq = NQ > 0 ? NQ : cv.num_points;
   if constexpr (CV::constant_gradients) {
     double sa[dim] = {};
     for (int q = 0; q < nq; ++q) {
@@ -98,10 +86,10 @@ void residual_kernel(const CV& cv, const Pointwise& p, double* be) {
 }
 
 // A[i n + j] += Σ_q w ((∂s/∂u φ_j + ∂s/∂∇u·∇φ_j) φ_i + (∂a/∂u φ_j + ∂a/∂∇u ∇φ_j)·∇φ_i).
-template <class CV>
+template <int NQ, class CV>
 void jacobian_kernel(const CV& cv, const Pointwise& p, double* A) {
   constexpr int n = CV::n, dim = CV::dim;
-  const int nq = cv.num_points;
+  const int nq = NQ > 0 ? NQ : cv.num_points;
   if constexpr (CV::constant_gradients) {
     // With ∇φ constant the sums over q factor: R_ij = Σ w ∂s/∂u φ_i φ_j, P_id = Σ w φ_i ∂s/∂∇u_d,
     // Q_jd = Σ w φ_j ∂a_d/∂u, D_de = Σ w ∂a_d/∂∇u_e; then
@@ -167,16 +155,86 @@ int quadrature_degree(const NonlinearForm& form, const assembly::FunctionSpace& 
   return form.quadrature_degree.value_or(2 * V.degree() + 2);  // as Assembler::residual_into
 }
 
+// The residual of a batched form into F and/or its Jacobian into values (either may be empty),
+// a block of cells at a time: u and ∇u (and x) at every point of the block, one call of the
+// form for all of them, then each cell's element vector and matrix. F is added to; values are
+// overwritten. The same arithmetic whichever outputs are asked for, so the fused pass gives the
+// separate passes' values bit for bit.
+void assemble_batched(const assembly::Assembler& assembler, const NonlinearForm& form, std::span<const double> u,
+                      std::span<double> F, std::span<double> values) {
+  const assembly::FunctionSpace& V = assembler.space();
+  const assembly::AssemblyPlan& plan = assembler.plan();
+  const bool vector = !F.empty(), matrix = !values.empty();
+  if (matrix) {
+    FEM_EXPECTS(values.size() == plan.pattern().nnz(), "Jacobian values: {} given, the pattern has {} nonzeros",
+                values.size(), plan.pattern().nnz());
+    assembly::detail::parallel_zero(values);
+  }
+  const index_t* cell_nodes = V.dofmap().cell_nodes.data();
+  const index_t* slots = plan.connectivity.element_slots.data();
+  double* out = F.data();
+  double* val = values.data();
+  assembly::detail::visit_space<assembly::Blocks::scalar>(V, [&]<class E, class G, int BS>() {
+    constexpr int n = E::n, dim = E::dim;
+    const assembly::detail::Tabulation<E, G> tab(assembly::quadrature(V.element(), quadrature_degree(form, V)));
+    assembly::detail::visit_rule_size<G>(tab.nq, [&]<int NQ>() {
+      assembly::for_each_cell_block(plan, [&](index_t block_first, index_t block_last) {
+        // Two evaluators: the first gathers u and the points for the form, the second only
+        // recomputes the geometry for the element kernels.
+        assembly::detail::CellEvaluator<E, G, 1, NQ> ev(tab, V.mesh(), V.dofmap(), u, form.uses_points);
+        assembly::detail::CellEvaluator<E, G, 1, NQ> geometry(tab, V.mesh(), V.dofmap(), {}, false);
+        const int nq = NQ > 0 ? NQ : tab.nq;
+        // Chunks of cells whose point values stay in the L1 cache.
+        const index_t chunk = std::max(1, kChunkPoints / nq);
+        BlockPoints& p = block_points(static_cast<std::size_t>(chunk) * nq, dim);
+        for (index_t first = block_first; first < block_last; first += chunk) {
+          const index_t last = std::min(block_last, first + chunk);
+          const auto points = static_cast<std::size_t>(last - first) * nq;
+          for (index_t c = first; c < last; ++c) {
+            const auto& cv = ev.reinit(c);
+            const std::size_t k = static_cast<std::size_t>(c - first) * nq;
+            double* g = &p.g[k * dim];
+            for (int q = 0; q < nq; ++q) {
+              p.u[k + q] = cv.u_value(q);
+              if (!cv.constant_gradients || q == 0) cv.u_grad(q, g + q * dim);
+              else
+                for (int d = 0; d < dim; ++d) g[q * dim + d] = g[d];
+              if (form.uses_points)
+                for (int d = 0; d < dim; ++d) p.x[(k + q) * dim + d] = cv.point(q)[d];
+            }
+          }
+          form.batch(static_cast<int>(points), dim, form.uses_points ? p.x.data() : nullptr, p.u.data(), p.g.data(),
+                     p.a.data(), matrix ? p.da_du.data() : nullptr, matrix ? p.da_dg.data() : nullptr, p.s.data(),
+                     matrix ? p.ds_du.data() : nullptr, matrix ? p.ds_dg.data() : nullptr);
+          for (index_t c = first; c < last; ++c) {
+            const auto& cv = geometry.reinit(c);
+            const Pointwise pc = slice(p, static_cast<std::size_t>(c - first) * nq, dim);
+            if (vector) {
+              double be[n] = {};
+              residual_kernel<NQ>(cv, pc, be);
+              const index_t* nodes = cell_nodes + static_cast<std::size_t>(c) * n;
+              for (int i = 0; i < n; ++i) out[nodes[i]] += be[i];
+            }
+            if (matrix) {
+              double A[n * n] = {};
+              jacobian_kernel<NQ>(cv, pc, A);
+              const index_t* s = slots + static_cast<std::size_t>(c) * n * n;
+              for (int k = 0; k < n * n; ++k) val[s[k]] += A[k];
+            }
+          }
+        }
+      });
+    });
+  });
+}
+
 void residual_into(const assembly::Assembler& assembler, const NonlinearForm& form, std::span<const double> u,
                    std::span<double> F) {
   if (!form.batch) {
     assembler.residual_into(form, u, F);
     return;
   }
-  auto kernel = [&](const auto& cv, double* be) { residual_kernel(cv, evaluate(form, cv, false), be); };
-  assembly::assemble_vector<assembly::Blocks::scalar>(assembler.space(), assembler.plan(), kernel,
-                                                      quadrature_degree(form, assembler.space()), F, u,
-                                                      form.uses_points);
+  assemble_batched(assembler, form, u, F, {});
 }
 
 void jacobian_into(const assembly::Assembler& assembler, const NonlinearForm& form, std::span<const double> u,
@@ -185,30 +243,14 @@ void jacobian_into(const assembly::Assembler& assembler, const NonlinearForm& fo
     assembler.jacobian_into(form, u, values);
     return;
   }
-  auto kernel = [&](const auto& cv, double* A) { jacobian_kernel(cv, evaluate(form, cv, true), A); };
-  assembly::assemble_matrix<assembly::Blocks::scalar>(assembler.space(), assembler.plan(), kernel,
-                                                      quadrature_degree(form, assembler.space()), values, u,
-                                                      form.uses_points);
+  assemble_batched(assembler, form, u, {}, values);
 }
 
-// Both in one pass over the cells: the Jacobian through the matrix loop, the residual added
-// to F by the kernel itself (cells of one colour share no node, as in assemble_vector).
+// Both in one pass over the cells (cells of one colour share no node, so the vector's scatter
+// is race-free as in assemble_vector).
 void residual_and_jacobian_into(const assembly::Assembler& assembler, const NonlinearForm& form,
                                 std::span<const double> u, std::span<double> F, std::span<double> values) {
-  const index_t* cell_nodes = assembler.space().dofmap().cell_nodes.data();
-  double* out = F.data();
-  auto kernel = [&](const auto& cv, double* A) {
-    using CV = std::decay_t<decltype(cv)>;
-    const Pointwise& p = evaluate(form, cv, true);
-    jacobian_kernel(cv, p, A);
-    double be[CV::n] = {};
-    residual_kernel(cv, p, be);
-    const index_t* nodes = cell_nodes + static_cast<std::size_t>(cv.cell) * CV::n;
-    for (int i = 0; i < CV::n; ++i) out[nodes[i]] += be[i];
-  };
-  assembly::assemble_matrix<assembly::Blocks::scalar>(assembler.space(), assembler.plan(), kernel,
-                                                      quadrature_degree(form, assembler.space()), values, u,
-                                                      form.uses_points);
+  assemble_batched(assembler, form, u, F, values);
 }
 
 }  // namespace
