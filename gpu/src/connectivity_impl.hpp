@@ -280,7 +280,8 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
   Connectivity result;
   const std::size_t nrows = nn * bs;
   if (bs == 1) {
-    result.pattern = std::make_shared<const CsrPattern>(num_nodes, num_nodes, offsets_out.take(), cols_out.take());
+    result.pattern =
+        std::make_shared<const CsrPattern>(CsrPattern::trusted(num_nodes, num_nodes, offsets_out.take(), cols_out.take()));
   } else {
     Output<index_t> row_offsets(exec, nrows + 1), col_indices(exec, nnz_nodes * bs * bs);
     const index_t* nc_cols = node_cols.data();
@@ -299,7 +300,8 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
       if (r + 1 == nn) ro[nrows] = total;
     });
     const auto rows = static_cast<index_t>(nrows);
-    result.pattern = std::make_shared<const CsrPattern>(rows, rows, row_offsets.take(), col_indices.take());
+    result.pattern =
+        std::make_shared<const CsrPattern>(CsrPattern::trusted(rows, rows, row_offsets.take(), col_indices.take()));
   }
   result.element_slots = slots.take();
   result.dofs_per_cell = n;

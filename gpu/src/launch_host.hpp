@@ -2,7 +2,9 @@
 // the host twin and by the debug device, whose "device" buffers are host memory).
 #pragma once
 
-#if defined(__SSE2__)
+#if defined(__AVX2__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 #include <omp.h>
@@ -39,7 +41,7 @@ struct HostLaunch {
 
 #if defined(__SSE2__)
   /// pos[j] = the position of nodes[j] in the sorted row cols[b, e) (where present; else left
-  /// as it was), for j < m. SSE2: each 4-column chunk is compared with every node at once;
+  /// as it was), for j < m. SSE2/AVX2: each 8-column chunk is compared with every node at once;
   /// rows of up to 8 columns (P1 in 2D) take no data-dependent branch. `end` bounds the cols
   /// array: chunks past it are read one column at a time.
   static void row_positions(const index_t* cols, index_t b, index_t e, index_t end, const index_t* nodes, int m,
@@ -52,6 +54,14 @@ struct HostLaunch {
             if (cols[k + i] == nodes[j]) pos[j] = k + i;
         continue;
       }
+#if defined(__AVX2__)
+      const __m256i chunk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cols + k));
+      for (int j = 0; j < m; ++j) {
+        const int hit =
+            _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(chunk, _mm256_set1_epi32(nodes[j])))) & valid;
+        pos[j] = hit ? k + __builtin_ctz(static_cast<unsigned>(hit)) : pos[j];
+      }
+#else
       const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cols + k));
       const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(cols + k + 4));
       for (int j = 0; j < m; ++j) {
@@ -61,6 +71,7 @@ struct HostLaunch {
                         valid;
         pos[j] = hit ? k + __builtin_ctz(static_cast<unsigned>(hit)) : pos[j];
       }
+#endif
     }
   }
 #endif

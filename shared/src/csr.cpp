@@ -2,6 +2,7 @@
 #include "fem/csr.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 
 #include "fem/error.hpp"
@@ -33,27 +34,54 @@ std::uint64_t hash_span(std::uint64_t h, std::span<const index_t> v) {
 
 }  // namespace
 
+CsrPattern::CsrPattern(Unchecked, index_t rows, index_t cols, std::vector<index_t> row_offsets,
+                       std::vector<index_t> col_indices) noexcept
+    : rows_(rows), cols_(cols), row_offsets_(std::move(row_offsets)), col_indices_(std::move(col_indices)) {}
+
 CsrPattern::CsrPattern(index_t rows, index_t cols, std::vector<index_t> row_offsets,
                        std::vector<index_t> col_indices)
-    : rows_(rows), cols_(cols), row_offsets_(std::move(row_offsets)), col_indices_(std::move(col_indices)) {
-  FEM_EXPECTS(rows >= 0 && cols >= 0, "CSR pattern of shape {}x{}: extents must be non-negative", rows, cols);
-  FEM_EXPECTS(row_offsets_.size() == static_cast<std::size_t>(rows) + 1,
-              "CSR pattern with {} rows needs {} row offsets, got {}", rows, rows + 1, row_offsets_.size());
+    : CsrPattern(Unchecked{}, rows, cols, std::move(row_offsets), std::move(col_indices)) {
+  validate();
+}
+
+CsrPattern CsrPattern::trusted(index_t rows, index_t cols, std::vector<index_t> row_offsets,
+                               std::vector<index_t> col_indices) {
+  CsrPattern p(Unchecked{}, rows, cols, std::move(row_offsets), std::move(col_indices));
+#ifndef NDEBUG
+  p.validate();
+#endif
+  return p;
+}
+
+void CsrPattern::validate() const {
+  FEM_EXPECTS(rows_ >= 0 && cols_ >= 0, "CSR pattern of shape {}x{}: extents must be non-negative", rows_, cols_);
+  FEM_EXPECTS(row_offsets_.size() == static_cast<std::size_t>(rows_) + 1,
+              "CSR pattern with {} rows needs {} row offsets, got {}", rows_, rows_ + 1, row_offsets_.size());
   FEM_EXPECTS(row_offsets_.front() == 0, "CSR row offsets must start at 0, not {}", row_offsets_.front());
   FEM_EXPECTS(static_cast<std::size_t>(row_offsets_.back()) == col_indices_.size(),
               "CSR row offsets end at {} but there are {} column indices", row_offsets_.back(),
               col_indices_.size());
-  for (index_t r = 0; r < rows; ++r) {
+  for (index_t r = 0; r < rows_; ++r) {
     const index_t b = row_offsets_[r], e = row_offsets_[r + 1];
     FEM_EXPECTS(b <= e, "CSR row {}: offsets decrease ({} > {})", r, b, e);
     for (index_t k = b; k < e; ++k) {
       const index_t c = col_indices_[k];
-      FEM_EXPECTS(c >= 0 && c < cols, "CSR row {}: column {} is outside 0..{}", r, c, cols - 1);
+      FEM_EXPECTS(c >= 0 && c < cols_, "CSR row {}: column {} is outside 0..{}", r, c, cols_ - 1);
       FEM_EXPECTS(k == b || col_indices_[k - 1] < c,
                   "CSR row {}: columns must be strictly increasing ({} then {})", r, col_indices_[k - 1], c);
     }
   }
-  fingerprint_ = hash_span(hash_span(mix(static_cast<std::uint64_t>(rows), cols), row_offsets_), col_indices_);
+}
+
+std::uint64_t CsrPattern::fingerprint() const noexcept {
+  std::atomic_ref<std::uint64_t> cached(fingerprint_);
+  std::uint64_t h = cached.load(std::memory_order_relaxed);
+  if (h == 0) {  // racing threads compute the same value
+    h = hash_span(hash_span(mix(static_cast<std::uint64_t>(rows_), cols_), row_offsets_), col_indices_);
+    if (h == 0) h = 1;
+    cached.store(h, std::memory_order_relaxed);
+  }
+  return h;
 }
 
 std::int64_t CsrPattern::find(index_t row, index_t col) const noexcept {
@@ -66,8 +94,8 @@ std::int64_t CsrPattern::find(index_t row, index_t col) const noexcept {
 
 bool CsrPattern::same_structure(const CsrPattern& other) const noexcept {
   return this == &other ||
-         (fingerprint_ == other.fingerprint_ && rows_ == other.rows_ && cols_ == other.cols_ &&
-          row_offsets_ == other.row_offsets_ && col_indices_ == other.col_indices_);
+         (rows_ == other.rows_ && cols_ == other.cols_ && nnz() == other.nnz() &&
+          fingerprint() == other.fingerprint() && row_offsets_ == other.row_offsets_ && col_indices_ == other.col_indices_);
 }
 
 std::size_t CsrPattern::bytes() const noexcept {

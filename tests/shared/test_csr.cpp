@@ -55,6 +55,16 @@ TEST(CsrPattern, FingerprintSeparatesPatternsWithEqualNnz) {
   EXPECT_TRUE(a.same_structure(c));
 }
 
+TEST(CsrPattern, TrustedPatternsEqualCheckedOnes) {
+  // The builders' unchecked constructor: same structure, same (lazily computed) fingerprint.
+  const fem::CsrPattern checked(3, 3, {0, 2, 3, 4}, {0, 1, 1, 2});
+  const fem::CsrPattern trusted = fem::CsrPattern::trusted(3, 3, {0, 2, 3, 4}, {0, 1, 1, 2});
+  EXPECT_EQ(trusted.fingerprint(), checked.fingerprint());
+  EXPECT_EQ(trusted.fingerprint(), trusted.fingerprint()) << "computed once, then kept";
+  EXPECT_TRUE(trusted.same_structure(checked));
+  EXPECT_EQ(trusted.find(1, 1), checked.find(1, 1));
+}
+
 TEST(CsrMatrix, MultiplyAndTranspose) {
   auto p = tridiagonal(4);
   std::vector<double> v;

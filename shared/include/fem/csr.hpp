@@ -23,6 +23,12 @@ class CsrPattern {
   CsrPattern(index_t rows, index_t cols, std::vector<index_t> row_offsets,
              std::vector<index_t> col_indices);
 
+  /// For builders whose rows are sorted and in range by construction (the connectivity
+  /// builder): the structure is checked only in debug builds (a tenth of a connectivity build
+  /// otherwise).
+  static CsrPattern trusted(index_t rows, index_t cols, std::vector<index_t> row_offsets,
+                            std::vector<index_t> col_indices);
+
   index_t rows() const noexcept { return rows_; }
   index_t cols() const noexcept { return cols_; }
   std::size_t nnz() const noexcept { return col_indices_.size(); }
@@ -36,9 +42,10 @@ class CsrPattern {
   /// Position of (row, col) in the values array, or -1 when it is not in the pattern.
   std::int64_t find(index_t row, index_t col) const noexcept;
 
-  /// 64-bit hash of the whole structure, computed once. Equal patterns have equal
-  /// fingerprints; use same_structure() to confirm a match.
-  std::uint64_t fingerprint() const noexcept { return fingerprint_; }
+  /// 64-bit hash of the whole structure, computed on first use (patterns that never meet a
+  /// solver cache never pay for it) and then kept. Equal patterns have equal fingerprints; use
+  /// same_structure() to confirm a match. Thread-safe.
+  std::uint64_t fingerprint() const noexcept;
   bool same_structure(const CsrPattern& other) const noexcept;
   std::size_t bytes() const noexcept;
 
@@ -46,7 +53,11 @@ class CsrPattern {
   index_t rows_ = 0, cols_ = 0;
   std::vector<index_t> row_offsets_;
   std::vector<index_t> col_indices_;
-  std::uint64_t fingerprint_ = 0;
+  struct Unchecked {};
+  CsrPattern(Unchecked, index_t rows, index_t cols, std::vector<index_t> row_offsets,
+             std::vector<index_t> col_indices) noexcept;
+  void validate() const;
+  mutable std::uint64_t fingerprint_ = 0;  ///< 0: not computed yet (accessed through atomic_ref)
 };
 
 class CsrMatrix {
