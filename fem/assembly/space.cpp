@@ -42,7 +42,9 @@ CellType lagrange_element(CellType type, int degree) {
   throw InvalidArgument(fmt::format("no Lagrange space of degree {} on {} cells", degree, cell_info(type).name));
 }
 
-DofMap build_dofmap(const Mesh& mesh, int degree) {
+DofMap build_dofmap(std::shared_ptr<const Mesh> mesh_ptr, int degree) {
+  FEM_EXPECTS(mesh_ptr != nullptr, "build_dofmap needs a mesh");
+  const Mesh& mesh = *mesh_ptr;
   const CellType e = lagrange_element(mesh.cell_type(), degree);
   FEM_EXPECTS(mesh.cell_type() != CellType::hex27, "{}: hex27 geometry is not supported by the assembly", where(mesh));
   const auto& info = mesh.cell_info();
@@ -74,10 +76,18 @@ DofMap build_dofmap(const Mesh& mesh, int degree) {
   const index_t first_cell_node = d.num_nodes;
   if (with_cell_nodes) d.num_nodes += nc;
 
+  // The space's nodes are the mesh's nodes: view the mesh's cells and coordinates.
+  if (!with_edges && !with_cell_nodes && npc == mesh.nodes_per_cell() && d.num_vertex_nodes == mesh.num_nodes()) {
+    d.cell_nodes = mesh.cells();
+    d.coordinates = mesh.coords();
+    d.mesh = std::move(mesh_ptr);
+    return d;
+  }
+
   const int ne = with_edges ? static_cast<int>(local_edges(mesh.cell_type()).size()) : 0;
-  resize_prefaulted(d.cell_nodes, static_cast<std::size_t>(nc) * npc);
+  resize_prefaulted(d.owned_cell_nodes, static_cast<std::size_t>(nc) * npc);
   for (index_t c = 0; c < nc; ++c) {
-    index_t* out = &d.cell_nodes[static_cast<std::size_t>(c) * npc];
+    index_t* out = &d.owned_cell_nodes[static_cast<std::size_t>(c) * npc];
     for (int v = 0; v < nv; ++v) out[v] = d.vertex_node[mesh.cell(c)[v]];
     for (int k = 0; k < ne; ++k) out[nv + k] = d.num_vertex_nodes + edges.cell_edges[static_cast<std::size_t>(c) * ne + k];
     if (with_cell_nodes) out[npc - 1] = first_cell_node + c;
@@ -87,10 +97,12 @@ DofMap build_dofmap(const Mesh& mesh, int degree) {
   // (edge and cell nodes of P2/Q2) go through each cell's geometry map, so they sit on curved
   // second-order cells.
   const int gdim = mesh.gdim(), ng = mesh.nodes_per_cell();
-  resize_prefaulted(d.coordinates, static_cast<std::size_t>(d.num_nodes) * gdim);
+  resize_prefaulted(d.owned_coordinates, static_cast<std::size_t>(d.num_nodes) * gdim);
+  d.cell_nodes = d.owned_cell_nodes;
+  d.coordinates = d.owned_coordinates;
   for (index_t i = 0; i < mesh.num_nodes(); ++i)
     if (d.vertex_node[i] >= 0)
-      for (int k = 0; k < gdim; ++k) d.coordinates[static_cast<std::size_t>(d.vertex_node[i]) * gdim + k] = mesh.node(i)[k];
+      for (int k = 0; k < gdim; ++k) d.owned_coordinates[static_cast<std::size_t>(d.vertex_node[i]) * gdim + k] = mesh.node(i)[k];
   if (npc > nv) {
     const auto ref = reference_nodes(e);
     std::vector<double> psi(ng), dpsi(ng * 3);
@@ -102,7 +114,7 @@ DofMap build_dofmap(const Mesh& mesh, int degree) {
     }
     for (index_t c = 0; c < nc; ++c)
       for (int k = nv; k < npc; ++k) {
-        double* x = &d.coordinates[static_cast<std::size_t>(d.cell_nodes[static_cast<std::size_t>(c) * npc + k]) * gdim];
+        double* x = &d.owned_coordinates[static_cast<std::size_t>(d.owned_cell_nodes[static_cast<std::size_t>(c) * npc + k]) * gdim];
         for (int d2 = 0; d2 < gdim; ++d2) {
           double s = 0;
           for (int g = 0; g < ng; ++g) s += psi_at[k][g] * mesh.node(mesh.cell(c)[g])[d2];
@@ -114,8 +126,8 @@ DofMap build_dofmap(const Mesh& mesh, int degree) {
 }
 
 std::size_t DofMap::bytes() const noexcept {
-  return sizeof(*this) + (cell_nodes.capacity() + vertex_node.capacity()) * sizeof(index_t) +
-         coordinates.capacity() * sizeof(double) + (edges ? edges->bytes() : 0);
+  return sizeof(*this) + (owned_cell_nodes.capacity() + vertex_node.capacity()) * sizeof(index_t) +
+         owned_coordinates.capacity() * sizeof(double) + (edges ? edges->bytes() : 0);
 }
 
 FunctionSpace::FunctionSpace(std::string mesh_key, int degree, int components, Store& store)
@@ -128,7 +140,7 @@ FunctionSpace::FunctionSpace(std::string mesh_key, int degree, int components, S
   const std::string key = fmt::format("{}#dofmap/{}{}", mesh_key_, tensor_cell(mesh_->cell_type()) ? 'Q' : 'P', degree);
   dofmap_ = store.get_or_compute<DofMap>(key, {{mesh_key_, mesh_version_}}, [&] {
     store.count("assembly.dofmap_builds");
-    return build_dofmap(*mesh_, degree);
+    return build_dofmap(mesh_, degree);
   });
 }
 
@@ -136,7 +148,7 @@ FunctionSpace::FunctionSpace(std::shared_ptr<const Mesh> mesh, int degree, int c
     : mesh_(std::move(mesh)), degree_(degree), components_(components) {
   FEM_EXPECTS(mesh_ != nullptr, "FunctionSpace needs a mesh");
   FEM_EXPECTS(components >= 1 && components <= 3, "a space has 1 to 3 components, not {}", components);
-  dofmap_ = std::make_shared<const DofMap>(build_dofmap(*mesh_, degree));
+  dofmap_ = std::make_shared<const DofMap>(build_dofmap(mesh_, degree));
 }
 
 std::string FunctionSpace::name() const {

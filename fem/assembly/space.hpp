@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,20 +17,35 @@ namespace fem::assembly {
 /// `components` consecutive DOFs). Vertex nodes come first (mesh nodes referenced as cell
 /// vertices, in mesh order), then one node per edge (P2, Q2) in order of first appearance, then
 /// one per cell (Q2).
+///
+/// When the space's nodes are exactly the mesh's nodes (P1/Q1 on a first-order mesh whose
+/// every node is a vertex), cell_nodes and coordinates are views of the mesh's own arrays (kept
+/// alive by `mesh`), not copies. Move-only: the views may point into the owned arrays.
 struct DofMap {
+  DofMap() = default;
+  DofMap(DofMap&&) = default;
+  DofMap& operator=(DofMap&&) = default;
+  DofMap(const DofMap&) = delete;
+  DofMap& operator=(const DofMap&) = delete;
+
   CellType element = CellType::point;  ///< the element whose nodes these are (tri6 for P2 on triangles)
   int nodes_per_cell = 0;
   index_t num_nodes = 0;
   index_t num_vertex_nodes = 0;
   index_t num_edges = 0;
-  std::vector<index_t> cell_nodes;     ///< num_cells × nodes_per_cell, in the element's node order
-  std::vector<double> coordinates;     ///< num_nodes × gdim: where each node sits
+  std::span<const index_t> cell_nodes;  ///< num_cells × nodes_per_cell, in the element's node order
+  std::span<const double> coordinates;  ///< num_nodes × gdim: where each node sits
   std::vector<index_t> vertex_node;    ///< mesh node -> space node, -1 for mesh nodes that are not vertices
   /// Sorted vertex pair (fem::gpu::pack_sorted_pair of mesh nodes) -> edge id, for P2/Q2.
   std::shared_ptr<const gpu::HashTable64x32> edges;
 
   index_t node_of_edge(index_t edge) const noexcept { return num_vertex_nodes + edge; }
+  /// Bytes this DOF map owns (shared mesh arrays not counted).
   std::size_t bytes() const noexcept;
+
+  std::vector<index_t> owned_cell_nodes;  ///< what cell_nodes views, unless it views the mesh
+  std::vector<double> owned_coordinates;  ///< what coordinates views, unless it views the mesh
+  std::shared_ptr<const Mesh> mesh;       ///< keeps the viewed mesh arrays alive
 };
 
 class FunctionSpace {
@@ -71,7 +87,7 @@ class FunctionSpace {
 CellType lagrange_element(CellType type, int degree);
 
 /// Build the DOF map of the degree-`degree` space on `mesh` (what FunctionSpace caches).
-DofMap build_dofmap(const Mesh& mesh, int degree);
+DofMap build_dofmap(std::shared_ptr<const Mesh> mesh, int degree);
 
 }  // namespace fem::assembly
 

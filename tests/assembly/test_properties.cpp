@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "fem/assembly/assembly.hpp"
@@ -181,6 +182,26 @@ TEST(Cache, ConnectivityIsBuiltOnceAndRebuiltForANewMeshVersion) {
   Assembler a3(FunctionSpace("mesh/sq", 1, 1, s));
   EXPECT_EQ(s.counter("assembly.pattern_builds"), 3);
   EXPECT_EQ(a3.pattern()->rows(), 100);
+}
+
+TEST(Cache, FirstOrderDofMapsViewTheMeshArrays) {
+  // P1 on a first-order mesh: the DOF map is the mesh's own cells and coordinates (no copy),
+  // and it keeps them alive after the store replaces the mesh.
+  fem::Store s;
+  s.put("mesh/view", fem::mesh::unit_square(CellType::tri3, 4));
+  const auto mesh = s.get<fem::Mesh>("mesh/view");
+  FunctionSpace V("mesh/view", 1, 1, s);
+  EXPECT_EQ(V.dofmap().cell_nodes.data(), mesh->cells().data());
+  EXPECT_EQ(V.dofmap().coordinates.data(), mesh->coords().data());
+  EXPECT_LT(V.dofmap().bytes(), mesh->cells().size_bytes()) << "the views are not counted as owned";
+  const std::vector<fem::index_t> cells(mesh->cells().begin(), mesh->cells().end());
+  const auto dofmap = V.dofmap_ptr();
+  s.put("mesh/view", fem::mesh::unit_square(CellType::tri3, 5));
+  EXPECT_TRUE(std::equal(cells.begin(), cells.end(), dofmap->cell_nodes.begin(), dofmap->cell_nodes.end()));
+  // P2 numbers edge nodes: its own arrays, vertices first with the mesh's numbering.
+  FunctionSpace W("mesh/view", 2, 1, s);
+  EXPECT_NE(W.dofmap().cell_nodes.data(), s.get<fem::Mesh>("mesh/view")->cells().data());
+  EXPECT_EQ(W.dofmap().cell_nodes.size(), s.get<fem::Mesh>("mesh/view")->cells().size() * 2);
 }
 
 TEST(Errors, InvertedCellIsNamed) {

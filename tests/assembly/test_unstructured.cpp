@@ -17,11 +17,11 @@ using std::numbers::pi;
 
 // Split every triangle into four; nodes are the P2 nodes of the mesh (vertices, then edges).
 std::shared_ptr<const fem::Mesh> refine(const std::shared_ptr<const fem::Mesh>& mesh) {
-  const DofMap p2 = build_dofmap(*mesh, 2);
+  const DofMap p2 = build_dofmap(mesh, 2);
   fem::Mesh::Data d;
   d.gdim = mesh->gdim();
   d.cell_type = fem::CellType::tri3;
-  d.coords = p2.coordinates;
+  d.coords.assign(p2.coordinates.begin(), p2.coordinates.end());
   d.source = mesh->source() + " (refined)";
   for (fem::index_t c = 0; c < mesh->num_cells(); ++c) {
     const fem::index_t* n = &p2.cell_nodes[static_cast<std::size_t>(c) * 6];  // v0 v1 v2 e01 e12 e20
