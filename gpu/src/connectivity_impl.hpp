@@ -104,7 +104,8 @@ void with_nodes_per_cell(int npc, F&& f) {
 /// (larger, smaller) or (smaller, larger): the first node owns the pair's row-local window. *full is set when an insert gave up; the remaining cells then stop early.
 template <class Launch, int NPC>
 void insert_cell_pairs(const Executor& exec, const index_t* cells, std::size_t nc, int npc_run,
-                       TableRef<std::uint64_t, std::uint32_t> t, bool larger_first, std::uint32_t* full) {
+                       TableRef<std::uint64_t, std::uint32_t> t, bool larger_first, std::uint32_t* full,
+                       index_t* row_length) {
   using A = typename Launch::Atomics;
   Launch::for_each(exec, nc, [=] FEM_HD(std::size_t c) {
     if (A::load(full)) return;
@@ -114,7 +115,12 @@ void insert_cell_pairs(const Executor& exec, const index_t* cells, std::size_t n
       for (int b = a + 1; b < npc; ++b) {
         if (v[a] == v[b]) continue;
         const bool swap = (v[a] < v[b]) == larger_first;
-        if (insert_key<A>(t, swap ? pack_pair(v[b], v[a]) : pack_pair(v[a], v[b])).full) A::store(full, 1u);
+        const ProbeResult r = insert_key<A>(t, swap ? pack_pair(v[b], v[a]) : pack_pair(v[a], v[b]));
+        if (r.full) A::store(full, 1u);
+        if (r.inserted) {  // a new pair: one more column in both rows
+          A::fetch_add(&row_length[v[a]], index_t{1});
+          A::fetch_add(&row_length[v[b]], index_t{1});
+        }
       }
   });
 }
@@ -186,6 +192,13 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
   //    to its smaller node; then hashed home slots.
   //    A hashed table found full is rebuilt twice as big. Later steps read a key's two nodes
   //    symmetrically, so the order inside the key does not matter.
+  // Row lengths of the node pattern are counted by the inserts (one per new pair and row), on
+  // top of the diagonal; offsets are their scan.
+  DeviceBuffer<index_t> offsets_node;
+  Output<index_t> offsets_out(exec, bs == 1 ? nn + 1 : 0);
+  if (bs != 1) offsets_node = DeviceBuffer<index_t>(exec, nn + 1);
+  index_t* off = bs == 1 ? offsets_out.get() : offsets_node.data();
+
   std::size_t capacity = pair_table_capacity(nkeys, npc);
   DeviceBuffer<std::uint64_t> table_keys;
   Ref table;
@@ -208,30 +221,16 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
       table.row_scale = static_cast<std::uint64_t>(spacing * 65536.0);
     }
     table.probe_limit = table.window_shift ? 64 : 0;
+    Launch::for_each(exec, nn + 1, [=] FEM_HD(std::size_t r) { off[r] = r < nn ? 1 : 0; });
     with_nodes_per_cell(npc, [&]<int NPC>() {
-      insert_cell_pairs<Launch, NPC>(exec, cells, nc, npc, table, larger_first, flag.data());
+      insert_cell_pairs<Launch, NPC>(exec, cells, nc, npc, table, larger_first, flag.data(), off);
     });
     if (read_scalar(exec, flag.data()) == 0) break;
     if (!table.window_shift) capacity *= 2;
     attempt = std::min(attempt, 1);  // row-local by larger, by smaller, then hashed from then on
   }
 
-  // 2. Row lengths of the node pattern: the diagonal plus one per distinct neighbour, counted
-  //    from the table's occupied slots.
-  DeviceBuffer<index_t> offsets_node;
-  Output<index_t> offsets_out(exec, bs == 1 ? nn + 1 : 0);
-  if (bs != 1) offsets_node = DeviceBuffer<index_t>(exec, nn + 1);
-  index_t* off = bs == 1 ? offsets_out.get() : offsets_node.data();
-  Launch::for_each(exec, nn + 1, [=] FEM_HD(std::size_t r) { off[r] = r < nn ? 1 : 0; });
-  {
-    const Ref t = table;
-    Launch::for_each(exec, capacity, [=] FEM_HD(std::size_t s) {
-      const std::uint64_t k = t.keys[s];
-      if (k == KeyTraits<std::uint64_t>::empty) return;
-      A::fetch_add(&off[pair_first(k)], index_t{1});
-      A::fetch_add(&off[pair_second(k)], index_t{1});
-    });
-  }
+  // 2. Row offsets of the node pattern: the scan of the lengths the inserts counted.
   const auto nnz_nodes = static_cast<std::size_t>(Launch::exclusive_scan(exec, off, nn + 1));
   check_pattern_size(nnz_nodes, bs);
 
