@@ -14,25 +14,29 @@ namespace fem::assembly {
 namespace {
 
 constexpr int kBlockSize = 256;
-constexpr int kMaxColors = 63;  // colour 63 collects the blocks that found no free colour
+// Colour masks of 32 bits: 31 colours (meshes need 4-8) and colour 31, run by one thread, for
+// the blocks that found no free colour. Half the memory of 64-bit masks, which the greedy pass
+// reads and writes at every node of every cell.
+using ColourMask = std::uint32_t;
+constexpr int kMaxColors = 31;
 
 void colour_blocks(const DofMap& d, AssemblyPlan& p) {
   const index_t nc = p.num_cells;
   const index_t nblocks = (nc + kBlockSize - 1) / kBlockSize;
   p.block_size = kBlockSize;
-  std::vector<std::uint64_t> used(d.num_nodes, 0);  // colours of the blocks touching each node
+  std::vector<ColourMask> used(d.num_nodes, 0);  // colours of the blocks touching each node
   std::vector<int> colour(nblocks);
   std::vector<index_t> count(kMaxColors + 1, 0);
   const int npc = d.nodes_per_cell;
   for (index_t b = 0; b < nblocks; ++b) {
     const index_t first = b * kBlockSize, last = std::min(nc, first + kBlockSize);
-    std::uint64_t forbidden = 0;
+    ColourMask forbidden = 0;
     for (index_t c = first; c < last; ++c)
       for (int k = 0; k < npc; ++k) forbidden |= used[d.cell_nodes[static_cast<std::size_t>(c) * npc + k]];
     const int col = std::min(std::countr_one(forbidden), kMaxColors);
     colour[b] = col;
     ++count[col];
-    const std::uint64_t bit = col < kMaxColors ? std::uint64_t{1} << col : 0;
+    const ColourMask bit = col < kMaxColors ? ColourMask{1} << col : 0;
     for (index_t c = first; c < last; ++c)
       for (int k = 0; k < npc; ++k) used[d.cell_nodes[static_cast<std::size_t>(c) * npc + k]] |= bit;
   }
