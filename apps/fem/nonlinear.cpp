@@ -37,6 +37,8 @@ void run_nonlinear(const NonlinearOptions& o) {
   if (o.problem != "bratu" && (o.continuation || o.lambda != 1.0))
     throw Error("--lambda and --continuation are for --problem bratu");
   if (o.problem == "bratu" && !o.source.empty()) throw Error("--source is for --problem quasilinear");
+  if (o.anderson > 0 && o.lag == 1)
+    throw Error("--anderson accelerates the steps that reuse a Jacobian: it needs --lag K with K > 1");
   apply_threads(c);
   const solve::Options sopts = solve_options(c);
   Store& store = fem::store();

@@ -2,10 +2,10 @@
 //
 // Forms with a batched pointwise callback (NonlinearForm::batch, set by the library's forms) are
 // assembled here by Newton's own element kernels over the assembly kernel's cell blocks: one
-// call of the form per block of cells (u and ∇u at all of the block's points first, then the
-// form on all of them at once: Bratu's e^u runs as one vector loop), no quadrature points where
-// the form does not read them, and on P1 (constant gradients) the Jacobian's quadrature sums
-// taken per term (R_ij = Σ w ∂s/∂u φ_i φ_j, D = Σ w ∂a/∂∇u, ...) instead of per entry and point.
+// call of the form per chunk of about 48 points (u and ∇u at all of the chunk's points first,
+// then the form on all of them at once: Bratu's e^u runs as one vector loop), no quadrature
+// points where the form does not read them, and on P1 (constant gradients) the Jacobian's
+// quadrature sums taken per term (R_ij = Σ w ∂s/∂u φ_i φ_j, D = Σ w ∂a/∂∇u, ...) instead of per entry and point.
 // The values are those of Assembler::residual_into/jacobian_into up to round-off (the sums run
 // in another order). Other forms go through the Assembler.
 #include "fem/newton/assembled.hpp"
@@ -21,18 +21,21 @@ namespace {
 
 using assembly::NonlinearForm;
 
-// The form's values at the points of one block of cells, per thread (sized for the largest
-// block seen).
 constexpr int kChunkPoints = 48;  // points per call of the form: 8 six-point triangles
 
+// The form's values at the points of one chunk of cells, per thread. Each array grows to what
+// the largest (points, dim) seen needs: a 27-point hexahedron after 48-point triangles needs
+// fewer points but more room per point.
 struct BlockPoints {
   std::vector<double> x, u, g, a, da_du, da_dg, s, ds_du, ds_dg;
   void reserve(std::size_t points, int dim) {
     const auto d = static_cast<std::size_t>(dim);
-    if (u.size() >= points && g.size() >= points * d) return;
-    for (auto* v : {&u, &s, &ds_du}) v->resize(points);
-    for (auto* v : {&x, &g, &a, &da_du, &ds_dg}) v->resize(points * d);
-    da_dg.resize(points * d * d);
+    auto grow = [](std::vector<double>& v, std::size_t n) {
+      if (v.size() < n) v.resize(n);
+    };
+    for (auto* v : {&u, &s, &ds_du}) grow(*v, points);
+    for (auto* v : {&x, &g, &a, &da_du, &ds_dg}) grow(*v, points * d);
+    grow(da_dg, points * d * d);
   }
 };
 
@@ -156,7 +159,7 @@ int quadrature_degree(const NonlinearForm& form, const assembly::FunctionSpace& 
 }
 
 // The residual of a batched form into F and/or its Jacobian into values (either may be empty),
-// a block of cells at a time: u and ∇u (and x) at every point of the block, one call of the
+// a chunk of cells at a time: u and ∇u (and x) at every point of the chunk, one call of the
 // form for all of them, then each cell's element vector and matrix. F is added to; values are
 // overwritten. The same arithmetic whichever outputs are asked for, so the fused pass gives the
 // separate passes' values bit for bit.
@@ -165,6 +168,10 @@ void assemble_batched(const assembly::Assembler& assembler, const NonlinearForm&
   const assembly::FunctionSpace& V = assembler.space();
   const assembly::AssemblyPlan& plan = assembler.plan();
   const bool vector = !F.empty(), matrix = !values.empty();
+  FEM_EXPECTS(u.size() == static_cast<std::size_t>(V.num_dofs()), "coefficient has {} values, the space {} DOFs",
+              u.size(), V.num_dofs());
+  FEM_EXPECTS(!vector || F.size() == static_cast<std::size_t>(V.num_dofs()),
+              "residual of {} entries, the space has {} DOFs", F.size(), V.num_dofs());
   if (matrix) {
     FEM_EXPECTS(values.size() == plan.pattern().nnz(), "Jacobian values: {} given, the pattern has {} nonzeros",
                 values.size(), plan.pattern().nnz());

@@ -64,8 +64,8 @@ double dot(std::span<const double> a, std::span<const double> b) {
 // Anderson acceleration (type II) of the steps δ_k = J₀⁻¹F(u_k) taken with one factorization
 // J₀ (Newton updates u ← u − δ): with D_i = δ_{i+1} − δ_i and U_i = u_{i+1} − u_i over the last
 // m steps, γ = argmin ‖δ_k − D γ‖ and the step becomes δ_k − (D − U) γ. The least-squares
-// problem goes through its m × m Gram matrix, kept up to date one column per step; columns
-// are dropped, oldest first, while it is numerically singular.
+// problem goes through its m × m Gram matrix, kept up to date one column per step, and a
+// Cholesky factorization that skips the columns that are numerically dependent on newer ones.
 class Anderson {
  public:
   explicit Anderson(int depth) : depth_(depth), gram_(static_cast<std::size_t>(depth) * depth) {}
@@ -101,41 +101,26 @@ class Anderson {
     have_last_ = true;
     if (count_ == 0) return;
 
-    double rhs[kMaxDepth], gamma[kMaxDepth];
-    for (int k = 0; k < count_; ++k) rhs[k] = dot(D_[(first_ + k) % depth_], delta);
-    // Solve with the newest `m` columns; fewer while the Cholesky factor loses its pivots.
-    for (int m = count_; m > 0; --m) {
-      const int skip = count_ - m;
-      if (!solve_gram(skip, m, rhs + skip, gamma)) continue;
-      for (int k = 0; k < m; ++k) {
-        const auto& w = W_[(first_ + skip + k) % depth_];
-        for (std::size_t i = 0; i < n; ++i) delta[i] -= gamma[k] * w[i];
+    // Columns newest first, each kept only when it is not (numerically) a combination of the
+    // ones kept before it: a degenerate newest difference cannot switch the acceleration off.
+    int kept[kMaxDepth], m = 0;
+    double L[kMaxDepth][kMaxDepth], rhs[kMaxDepth], gamma[kMaxDepth];
+    auto G = [&](int i, int j) { return gram_[kept[i] * depth_ + kept[j]]; };
+    for (int age = count_ - 1; age >= 0; --age) {
+      kept[m] = (first_ + age) % depth_;
+      double diag = G(m, m);
+      for (int j = 0; j < m; ++j) {
+        double v = G(m, j);
+        for (int k = 0; k < j; ++k) v -= L[m][k] * L[j][k];
+        L[m][j] = v / L[j][j];
+        diag -= L[m][j] * L[m][j];
       }
-      return;
+      if (!(diag > 1e-12 * G(m, m))) continue;
+      L[m][m] = std::sqrt(diag);
+      rhs[m] = dot(D_[kept[m]], delta);
+      ++m;
     }
-  }
-
-  static constexpr int kMaxDepth = 16;
-
- private:
-  // gamma = G⁻¹ rhs for the Gram matrix of columns skip .. skip + m (in age order); false when
-  // a pivot falls below 1e-12 of its diagonal entry.
-  bool solve_gram(int skip, int m, const double* rhs, double* gamma) const {
-    double L[kMaxDepth][kMaxDepth];
-    auto G = [&](int i, int j) {
-      return gram_[((first_ + skip + i) % depth_) * depth_ + (first_ + skip + j) % depth_];
-    };
-    for (int j = 0; j < m; ++j) {
-      double diag = G(j, j);
-      for (int k = 0; k < j; ++k) diag -= L[j][k] * L[j][k];
-      if (!(diag > 1e-12 * G(j, j))) return false;
-      L[j][j] = std::sqrt(diag);
-      for (int i = j + 1; i < m; ++i) {
-        double v = G(i, j);
-        for (int k = 0; k < j; ++k) v -= L[i][k] * L[j][k];
-        L[i][j] = v / L[j][j];
-      }
-    }
+    // γ = G⁻¹ rhs over the kept columns, then δ −= Σ γ_k W_k.
     for (int i = 0; i < m; ++i) {
       double v = rhs[i];
       for (int k = 0; k < i; ++k) v -= L[i][k] * gamma[k];
@@ -146,9 +131,15 @@ class Anderson {
       for (int k = i + 1; k < m; ++k) v -= L[k][i] * gamma[k];
       gamma[i] = v / L[i][i];
     }
-    return true;
+    for (int k = 0; k < m; ++k) {
+      const auto& w = W_[kept[k]];
+      for (std::size_t i = 0; i < n; ++i) delta[i] -= gamma[k] * w[i];
+    }
   }
 
+  static constexpr int kMaxDepth = 16;
+
+ private:
   int depth_;
   std::vector<double> gram_;
   std::vector<std::vector<double>> D_, W_;

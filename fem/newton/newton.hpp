@@ -51,10 +51,10 @@ enum class LineSearch {
 /// linearly. With `anderson` = m > 0 it is Anderson-accelerated (type II, depth m; Walker & Ni
 /// 2011, KINSOL's fixed-point acceleration) over the chord steps taken since the last refresh:
 /// the step is corrected by the combination of the last m step and iterate differences that
-/// best cancels the current chord step. For a linear problem that is GMRES preconditioned by
-/// J₀, so the few slow modes of the stale Jacobian are removed after a few steps and one
-/// factorization carries the whole solve, at the cost of 2m stored vectors. Full Newton never
-/// reuses a factorization and is unaffected.
+/// best cancels the current chord step. For a linear problem, while the depth covers all the
+/// steps so far, that is GMRES preconditioned by J₀, so the few slow modes of the stale
+/// Jacobian are removed after a few steps and one factorization carries the whole solve, at the
+/// cost of 2m + 2 stored vectors. Full Newton never reuses a factorization and is unaffected.
 struct Lagging {
   int max_reuse = 1;
   double min_reduction = 0.5;
@@ -63,7 +63,8 @@ struct Lagging {
   static Lagging fixed(int lag, int anderson = 0) { return {lag, std::numeric_limits<double>::infinity(), anderson}; }
   /// One factorization reused, with Anderson-accelerated steps, for as long as every iteration
   /// reduces ‖F‖ by at least the factor 1/min_reduction, then a fresh one. Bratu λ = 6 at 263k
-  /// DOFs: see docs/newton.md for the policies compared.
+  /// DOFs: 7 iterations on one factorization (plain chord steps, anderson = 0: 20; full Newton:
+  /// 4 iterations and 4 factorizations; the README has the timings).
   static Lagging adaptive(double min_reduction = 0.3, int anderson = 5) { return {1 << 30, min_reduction, anderson}; }
 };
 

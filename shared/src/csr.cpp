@@ -44,6 +44,34 @@ CsrPattern::CsrPattern(index_t rows, index_t cols, std::vector<index_t> row_offs
   validate();
 }
 
+namespace {
+std::uint64_t load_fingerprint(const std::uint64_t& f) {
+  return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(f)).load(std::memory_order_relaxed);
+}
+}  // namespace
+
+CsrPattern::CsrPattern(const CsrPattern& o)
+    : rows_(o.rows_), cols_(o.cols_), row_offsets_(o.row_offsets_), col_indices_(o.col_indices_),
+      fingerprint_(load_fingerprint(o.fingerprint_)) {}
+
+CsrPattern::CsrPattern(CsrPattern&& o) noexcept
+    : rows_(o.rows_), cols_(o.cols_), row_offsets_(std::move(o.row_offsets_)), col_indices_(std::move(o.col_indices_)),
+      fingerprint_(load_fingerprint(o.fingerprint_)) {}
+
+CsrPattern& CsrPattern::operator=(const CsrPattern& o) {
+  if (this != &o) *this = CsrPattern(o);
+  return *this;
+}
+
+CsrPattern& CsrPattern::operator=(CsrPattern&& o) noexcept {
+  rows_ = o.rows_;
+  cols_ = o.cols_;
+  row_offsets_ = std::move(o.row_offsets_);
+  col_indices_ = std::move(o.col_indices_);
+  fingerprint_ = load_fingerprint(o.fingerprint_);
+  return *this;
+}
+
 CsrPattern CsrPattern::trusted(index_t rows, index_t cols, std::vector<index_t> row_offsets,
                                std::vector<index_t> col_indices) {
   CsrPattern p(Unchecked{}, rows, cols, std::move(row_offsets), std::move(col_indices));

@@ -238,6 +238,9 @@ TEST(FemNonlinear, BratuConvergesForSmallLambda) {
   EXPECT_LT(2 * accelerated["newton"]["iterations"].get<int>(), chord["newton"]["iterations"].get<int>());
   EXPECT_NEAR(accelerated["solution"]["max"].get<double>(), chord["solution"]["max"].get<double>(), 1e-8);
   EXPECT_NE(fem_run("nonlinear gen:square-tri3:4 --anderson 17", dir).status, 0);
+  const CliResult no_lag = fem_run("nonlinear gen:square-tri3:4 --anderson 5", dir);
+  EXPECT_NE(no_lag.status, 0);
+  EXPECT_NE(no_lag.err.find("--lag"), std::string::npos) << no_lag.err;
   fs::remove_all(dir);
 }
 

@@ -29,6 +29,12 @@ class CsrPattern {
   static CsrPattern trusted(index_t rows, index_t cols, std::vector<index_t> row_offsets,
                             std::vector<index_t> col_indices);
 
+  // Copies and moves read the lazily computed fingerprint atomically.
+  CsrPattern(const CsrPattern& other);
+  CsrPattern(CsrPattern&& other) noexcept;
+  CsrPattern& operator=(const CsrPattern& other);
+  CsrPattern& operator=(CsrPattern&& other) noexcept;
+
   index_t rows() const noexcept { return rows_; }
   index_t cols() const noexcept { return cols_; }
   std::size_t nnz() const noexcept { return col_indices_.size(); }
