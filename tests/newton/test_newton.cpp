@@ -189,22 +189,38 @@ TEST(Newton, PLaplacianConvergesWithLineSearch) {
     EXPECT_LT(r.history[k].residual_norm, r.history[k - 1].residual_norm) << "iteration " << k;
 }
 
+// Bratu λ on s under `lagging` from the initial guess into u; the factorizations and symbolic
+// analyses it asked the solve cache for, from the store's counters.
+struct LaggedRun {
+  nt::Result result;
+  std::int64_t factorizations = 0, symbolic_analyses = 0;
+};
+LaggedRun run_bratu(const Case& s, double lambda, const std::string& key, nt::Lagging lagging, std::vector<double>& u,
+                    double rtol = 1e-10, double atol = 1e-10) {
+  auto& store = fem::store();
+  u = initial(s);
+  nt::Options o;
+  o.lagging = lagging;
+  o.rtol = rtol;
+  o.atol = atol;
+  o.max_iterations = 200;
+  const auto factorizations = store.counter("solve.factorizations");
+  const auto symbolic = store.counter("solve.symbolic_analyses");
+  LaggedRun run;
+  run.result = nt::solve(nt::assembled_problem(s.assembler, bratu(lambda), s.bc, key), u, o);
+  run.factorizations = store.counter("solve.factorizations") - factorizations;
+  run.symbolic_analyses = store.counter("solve.symbolic_analyses") - symbolic;
+  return run;
+}
+
 TEST(Newton, LaggingGivesTheSameSolutionWithFewerFactorizations) {
   // Bratu at λ = 3: mildly nonlinear, where a lagged Jacobian still contracts well.
   const Case s = setup(fem::mesh::unit_square(CellType::tri3, 24), "newton/lag");
-  auto& store = fem::store();
-
   auto run = [&](nt::Lagging lag, std::vector<double>& u, std::int64_t& factorizations) {
-    u = initial(s);
-    nt::Options o;
-    o.lagging = lag;
-    o.max_iterations = 200;
-    const auto before = store.counter("solve.factorizations");
-    const auto symbolic_before = store.counter("solve.symbolic_analyses");
-    const auto r = nt::solve(nt::assembled_problem(s.assembler, bratu(3.0), s.bc, "newton/lag"), u, o);
-    factorizations = store.counter("solve.factorizations") - before;
-    EXPECT_LE(store.counter("solve.symbolic_analyses") - symbolic_before, 1) << "the pattern's analysis is reused";
-    return r;
+    const LaggedRun r = run_bratu(s, 3.0, "newton/lag", lag, u);
+    factorizations = r.factorizations;
+    EXPECT_LE(r.symbolic_analyses, 1) << "the pattern's analysis is reused";
+    return r.result;
   };
   std::vector<double> full, lagged;
   std::int64_t full_f = 0, lag_f = 0;
@@ -232,18 +248,10 @@ TEST(Newton, AndersonAccelerationCarriesTheSolveOnOneFactorization) {
   // per iteration. Accelerated, one factorization converges in a few more iterations than full
   // Newton, to the same solution.
   const Case s = setup(fem::mesh::unit_square(CellType::tri3, 32), "newton/anderson");
-  auto& store = fem::store();
   auto run = [&](nt::Lagging lag, std::vector<double>& u, std::int64_t& factorizations) {
-    u = initial(s);
-    nt::Options o;
-    o.lagging = lag;
-    o.rtol = 1e-10;
-    o.atol = 0;
-    o.max_iterations = 100;
-    const auto before = store.counter("solve.factorizations");
-    const auto r = nt::solve(nt::assembled_problem(s.assembler, bratu(6.0), s.bc, "newton/anderson"), u, o);
-    factorizations = store.counter("solve.factorizations") - before;
-    return r;
+    const LaggedRun r = run_bratu(s, 6.0, "newton/anderson", lag, u, 1e-10, 0.0);
+    factorizations = r.factorizations;
+    return r.result;
   };
   std::vector<double> full, chord, accelerated;
   std::int64_t full_f = 0, chord_f = 0, acc_f = 0;
