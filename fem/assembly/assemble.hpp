@@ -201,12 +201,16 @@ void assemble_matrix(const FunctionSpace& V, const AssemblyPlan& plan, const Ker
     detail::visit_rule_size<G>(tab.nq, [&]<int NQ>() {
       for_each_cell_block(plan, [&](index_t first, index_t last) {
         detail::CellEvaluator<E, G, BS, NQ> ev(tab, V.mesh(), V.dofmap(), u, need_points);
+        // Local copies: the stores into the values could alias the captured pointers and force
+        // a reload of them at every cell.
+        const index_t* __restrict block_slots = slots;
+        double* __restrict block_val = val;
         for (index_t c = first; c < last; ++c) {
           const auto& cv = ev.reinit(c);
           double A[nn] = {};
           kernel(cv, A);
-          const index_t* s = slots + static_cast<std::size_t>(c) * nn;
-          for (int k = 0; k < nn; ++k) val[s[k]] += A[k];
+          const index_t* s = block_slots + static_cast<std::size_t>(c) * nn;
+          for (int k = 0; k < nn; ++k) block_val[s[k]] += A[k];
         }
       });
     });

@@ -13,7 +13,17 @@
 namespace fem::assembly {
 namespace {
 
-constexpr int kBlockSize = 256;
+// Cells per block: big blocks, run in cell order, keep the matrix rows they share in cache
+// from one cell to the next (blocks of 256 cells re-read the values from memory once per
+// colour: 2D P1 re-assembly 32 ms instead of 23 ms on one core), but at least ~64 blocks per
+// mesh for the threads. A function of the cell count only: never of the thread count.
+constexpr index_t kMinBlockSize = 256, kMaxBlockSize = 4096, kTargetBlocks = 64;
+
+index_t block_size_for(index_t num_cells) {
+  index_t b = kMinBlockSize;
+  while (b < kMaxBlockSize && b * kTargetBlocks < num_cells) b *= 2;
+  return b;
+}
 // Colour masks of 32 bits: 31 colours (meshes need 4-8) and colour 31, run by one thread, for
 // the blocks that found no free colour. Half the memory of 64-bit masks, which the greedy pass
 // reads and writes at every node of every cell.
@@ -22,14 +32,15 @@ constexpr int kMaxColors = 31;
 
 void colour_blocks(const DofMap& d, AssemblyPlan& p) {
   const index_t nc = p.num_cells;
-  const index_t nblocks = (nc + kBlockSize - 1) / kBlockSize;
-  p.block_size = kBlockSize;
+  const index_t bs = block_size_for(nc);
+  const index_t nblocks = (nc + bs - 1) / bs;
+  p.block_size = static_cast<int>(bs);
   std::vector<ColourMask> used(d.num_nodes, 0);  // colours of the blocks touching each node
   std::vector<int> colour(nblocks);
   std::vector<index_t> count(kMaxColors + 1, 0);
   const int npc = d.nodes_per_cell;
   for (index_t b = 0; b < nblocks; ++b) {
-    const index_t first = b * kBlockSize, last = std::min(nc, first + kBlockSize);
+    const index_t first = b * bs, last = std::min(nc, first + bs);
     ColourMask forbidden = 0;
     for (index_t c = first; c < last; ++c)
       for (int k = 0; k < npc; ++k) forbidden |= used[d.cell_nodes[static_cast<std::size_t>(c) * npc + k]];

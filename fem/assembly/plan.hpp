@@ -15,7 +15,7 @@ namespace fem::assembly {
 struct AssemblyPlan {
   gpu::Connectivity connectivity;      ///< pattern + element_slots
   index_t num_cells = 0;
-  int block_size = 0;                  ///< cells per block (fixed, independent of the thread count)
+  int block_size = 0;                  ///< cells per block (a function of the cell count, never of the thread count)
   /// Blocks of colour k are color_blocks[color_offsets[k] .. color_offsets[k + 1]); blocks of
   /// one colour share no DOF node. The last colour may be a "serial" one run by one thread.
   std::vector<index_t> color_offsets;
