@@ -74,15 +74,21 @@ T read_scalar(const Executor& exec, const T* p) {
 /// Throws InvalidArgument when nnz_nodes · block_size² leaves the 32-bit index range (host code).
 void check_pattern_size(std::size_t nnz_nodes, int block_size);
 
-/// Capacity (a power of two) of the node-pair table for `nkeys` pair occurrences: about twice
-/// the expected number of distinct pairs, which `npc` predicts for the usual cells (a pair is
-/// shared by ~2 triangles, ~3 tetrahedra, ~2.4 P2 tetrahedra; quadrilateral and hexahedron
-/// diagonals are not shared).
-inline std::size_t pair_table_capacity(std::size_t nkeys, int npc) {
-  const double shared_by = npc == 3 ? 2.0 : npc == 4 ? 3.0 : npc == 10 ? 2.4 : 1.5;
+/// Capacity (a power of two) of the node-pair table for `nkeys` pair occurrences in `nc` cells
+/// on `nn` nodes: at least 1.3 times the expected number of distinct pairs (a load of at most
+/// 0.77 before the rounding up), which the cells predict. A pair is shared by 2 triangles (Euler:
+/// E = 1.5 F), ~5 tetrahedra (5.1 in a structured mesh, 5-5.5 in Delaunay ones: 4.5 to be safe),
+/// ~2.4 P2 tetrahedra; quadrilateral edges by 2 and their diagonals by none (1.5); the rest at
+/// least 1.2 (quad9 1.2, tri6 1.4, hex8 2.2). Four-node cells are tetrahedra when there are
+/// more cells than nodes, else quadrilaterals. An estimate too low only costs a rebuild.
+inline std::size_t pair_table_capacity(std::size_t nkeys, int npc, std::size_t nc, std::size_t nn) {
+  const double shared_by = npc == 3    ? 2.0
+                           : npc == 4  ? (nc > 2 * nn ? 4.5 : 1.5)
+                           : npc == 10 ? 2.4
+                                       : 1.2;
   const auto expected = static_cast<std::size_t>(double(nkeys) / shared_by) + 1024;
   std::size_t cap = 1;
-  while (cap < 2 * expected) cap *= 2;
+  while (double(cap) < 1.3 * double(expected)) cap *= 2;
   return cap;
 }
 
@@ -199,7 +205,7 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
   if (bs != 1) offsets_node = DeviceBuffer<index_t>(exec, nn + 1);
   index_t* off = bs == 1 ? offsets_out.get() : offsets_node.data();
 
-  std::size_t capacity = pair_table_capacity(nkeys, npc);
+  std::size_t capacity = pair_table_capacity(nkeys, npc, nc, nn);
   DeviceBuffer<std::uint64_t> table_keys;
   Ref table;
   DeviceBuffer<std::uint32_t> flag(exec, 1);
