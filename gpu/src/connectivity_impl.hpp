@@ -131,8 +131,9 @@ void insert_cell_pairs(const Executor& exec, const index_t* cells, std::size_t n
   });
 }
 
-/// pos[j] = the position of nodes[j] in the sorted row cols[b, e), where present: the launch
-/// policy's vectorised scan when it has one, else one column at a time, branch-free.
+/// pos[j] = the position of nodes[j] in the sorted row cols[b, e), where present (rows of up to
+/// 8 columns must hold every node, as a cell's rows do): the launch policy's vectorised scan
+/// when it has one, else one column at a time, branch-free.
 template <class Launch>
 FEM_HD_INLINE void row_positions(const index_t* cols, index_t b, index_t e, index_t end, const index_t* nodes, int m,
                                  index_t* pos) {

@@ -41,11 +41,23 @@ struct HostLaunch {
 
 #if defined(__SSE2__)
   /// pos[j] = the position of nodes[j] in the sorted row cols[b, e) (where present; else left
-  /// as it was), for j < m. SSE2/AVX2: each 8-column chunk is compared with every node at once;
+  /// as it was), for j < m; the rows of up to 8 columns must hold every node. SSE2/AVX2: each 8-column chunk is compared with every node at once;
   /// rows of up to 8 columns (P1 in 2D) take no data-dependent branch. `end` bounds the cols
   /// array: chunks past it are read one column at a time.
   static void row_positions(const index_t* cols, index_t b, index_t e, index_t end, const index_t* nodes, int m,
                             index_t* pos) {
+#if defined(__AVX2__)
+    if (e - b <= 8 && b + 8 <= end) {
+      // One chunk holds the row (2D P1): every node is in it (the row has all its cell's nodes),
+      // so a node's first match lies inside the row and no mask of valid columns is needed.
+      const __m256i chunk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cols + b));
+      for (int j = 0; j < m; ++j) {
+        const int hit = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(chunk, _mm256_set1_epi32(nodes[j]))));
+        pos[j] = hit ? b + __builtin_ctz(static_cast<unsigned>(hit)) : pos[j];
+      }
+      return;
+    }
+#endif
     for (index_t k = b; k < e; k += 8) {
       const int valid = (1 << std::min<index_t>(8, e - k)) - 1;
       if (k + 8 > end) {  // the last row(s) of the array: no over-read
