@@ -242,7 +242,8 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
   check_pattern_size(nnz_nodes, bs);
 
   // 3. Fill the rows with columns (diagonal first, then both sides of every table entry) and
-  //    sort each row (rows are short: insertion sort). The order before the sort depends on the
+  //    sort each row (rows are short: a sorting network for up to 8 columns where the launch
+  //    policy has one, else insertion sort). The order before the sort depends on the
   //    threads, the sorted rows do not.
   DeviceBuffer<index_t> node_cols;
   Output<index_t> cols_out(exec, bs == 1 ? nnz_nodes : 0);
@@ -263,8 +264,10 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
       cols[A::fetch_add(&cur[lo], index_t{1})] = hi;
       cols[A::fetch_add(&cur[hi], index_t{1})] = lo;
     });
+    const auto total = static_cast<index_t>(nnz_nodes);
     Launch::for_each(exec, nn, [=] FEM_HD(std::size_t r) {
       const index_t b = off[r], end = off[r + 1];
+      if (Launch::sort_short_row(cols, b, end, total)) return;
       for (index_t i = b + 1; i < end; ++i) {
         const index_t c = cols[i];
         index_t j = i;

@@ -88,6 +88,35 @@ struct HostLaunch {
   }
 #endif
 
+#if defined(__AVX2__)
+  /// Sort cols[b, e) ascending when it has at most 8 columns (2D P1 and Q1 rows), in one
+  /// register through Batcher's odd-even merge network (19 compare-exchanges in 6 layers, no
+  /// data-dependent branch: insertion sort mispredicts on every row). Returns false, touching
+  /// nothing, for longer rows and for the last rows of the array (`end`: no over-read).
+  static bool sort_short_row(index_t* cols, index_t b, index_t e, index_t end) {
+    const index_t len = e - b;
+    if (len > 8 || b + 8 > end) return false;
+    const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(len), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cols + b));
+    v = _mm256_blendv_epi8(_mm256_set1_epi32(INT32_MAX), v, live);  // padding sorts last
+    // Each layer: lane i and its partner perm[i] keep the min (lower lane) and max (upper lane).
+    auto layer = [](__m256i x, __m256i perm, int upper) {
+      const __m256i p = _mm256_permutevar8x32_epi32(x, perm);
+      return _mm256_blend_epi32(_mm256_min_epi32(x, p), _mm256_max_epi32(x, p), upper);
+    };
+    v = layer(v, _mm256_setr_epi32(1, 0, 3, 2, 5, 4, 7, 6), 0b10101010);
+    v = layer(v, _mm256_setr_epi32(2, 3, 0, 1, 6, 7, 4, 5), 0b11001100);
+    v = layer(v, _mm256_setr_epi32(0, 2, 1, 3, 4, 6, 5, 7), 0b01000100);
+    v = layer(v, _mm256_setr_epi32(4, 5, 6, 7, 0, 1, 2, 3), 0b11110000);
+    v = layer(v, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7), 0b00110000);
+    v = layer(v, _mm256_setr_epi32(0, 2, 1, 4, 3, 6, 5, 7), 0b01010100);
+    _mm256_maskstore_epi32(cols + b, live, v);
+    return true;
+  }
+#else
+  static bool sort_short_row(index_t*, index_t, index_t, index_t) { return false; }  // the builder's insertion sort
+#endif
+
   /// data[0..n) becomes its exclusive prefix sum; returns the total.
   template <class T>
   static std::uint64_t exclusive_scan(const Executor&, T* data, std::size_t n) {
