@@ -196,9 +196,11 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
   //    stored per occurrence. The window of a pair belongs to its larger node (so P2 pairs of a
   //    vertex and an edge node, numbered after all vertices, spread over the edge rows); when an
   //    insert gives up (the numbering piles pairs into a run of windows: a fan around one node),
-  //    to its smaller node; then hashed home slots.
-  //    A hashed table found full is rebuilt twice as big. Later steps read a key's two nodes
-  //    symmetrically, so the order inside the key does not matter.
+  //    to its smaller node; then hashed home slots. The first try is a table loaded up to 0.77
+  //    (half the memory to fill and scan of a load of 0.4), which a random numbering overflows:
+  //    then the same sequence again at half the load. A hashed table found full is rebuilt twice
+  //    as big. Later steps read a key's two nodes symmetrically, so the order inside the key
+  //    does not matter.
   // Row lengths of the node pattern are counted by the inserts (one per new pair and row), on
   // top of the diagonal; offsets are their scan.
   DeviceBuffer<index_t> offsets_node;
@@ -210,6 +212,7 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
   DeviceBuffer<std::uint64_t> table_keys;
   Ref table;
   DeviceBuffer<std::uint32_t> flag(exec, 1);
+  bool grown = false;
   for (int attempt = 0;; ++attempt) {
     const bool row_local = attempt < 2, larger_first = attempt == 0;
     table_keys = DeviceBuffer<std::uint64_t>(exec, capacity);
@@ -233,6 +236,13 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
       insert_cell_pairs<Launch, NPC>(exec, cells, nc, npc, table, larger_first, flag.data(), off);
     });
     if (read_scalar(exec, flag.data()) == 0) break;
+    if (!grown) {
+      // The numbering crowds some windows (a random one does): first half the load, as before.
+      grown = true;
+      capacity *= 2;
+      attempt = -1;
+      continue;
+    }
     if (!table.window_shift) capacity *= 2;
     attempt = std::min(attempt, 1);  // row-local by larger, by smaller, then hashed from then on
   }
