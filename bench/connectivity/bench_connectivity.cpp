@@ -5,6 +5,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <numeric>
+#include <random>
 
 #include "common/peak_memory.hpp"
 #include "fem/gpu/connectivity.hpp"
@@ -18,7 +20,8 @@ using fem::CellType;
 using fem::index_t;
 
 // Case 0: unit square, 2·1024² P1 triangles (1.05M DOFs). Case 1: unit cube, 6·48³ P1 tets (118k DOFs).
-// Case 2: the same cube with 3 components per node (elasticity, 353k DOFs).
+// Case 2: the same cube with 3 components per node (elasticity, 353k DOFs). BM_BuildConnectivityShuffled:
+// cases 0 and 1 with randomly renumbered nodes.
 const fem::Mesh& mesh(int which) {
   static const fem::Mesh square = fem::mesh::unit_square(CellType::tri3, 1024);
   static const fem::Mesh cube = fem::mesh::unit_cube(CellType::tet4, 48);
@@ -47,6 +50,28 @@ void BM_BuildConnectivity(benchmark::State& state) {
   }
   label(state, m, block_size(which), nnz);
   fem::bench::report_peak_memory(state);
+}
+
+// Cases 0 and 1 with randomly renumbered nodes: no locality left, the worst case of the
+// row-local pair table (its first, tight table overflows and is retried at half the load).
+void BM_BuildConnectivityShuffled(benchmark::State& state) {
+  const int which = static_cast<int>(state.range(0));
+  omp_set_num_threads(1);
+  const auto& m = mesh(which);
+  static std::vector<index_t> shuffled[2];
+  if (shuffled[which].empty()) {
+    std::vector<index_t> perm(m.num_nodes());
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), std::mt19937(42));
+    for (index_t v : m.cells()) shuffled[which].push_back(perm[v]);
+  }
+  std::size_t nnz = 0;
+  for (auto _ : state) {
+    auto c = build_connectivity(Executor::host(), shuffled[which], m.nodes_per_cell(), m.num_nodes(), 1);
+    nnz = c.pattern->nnz();
+    benchmark::DoNotOptimize(c.element_slots.data());
+  }
+  label(state, m, 1, nnz);
 }
 
 // Baseline: every (row, col) of every element matrix, sort + unique into CSR, then each element
@@ -118,6 +143,7 @@ void BM_DeviceBuildConnectivity(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_BuildConnectivity)->ArgsProduct({{0, 1, 2}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_BuildConnectivityShuffled)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SortUniqueConnectivity)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_NumberEdges)->ArgsProduct({{0, 1}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_BoundaryFacets)->ArgsProduct({{0, 1}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
