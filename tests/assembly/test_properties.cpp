@@ -147,6 +147,30 @@ TEST(Properties, BitwiseIdenticalForAnyThreadCount) {
     EXPECT_EQ(0, std::memcmp(runs[0].data(), runs[k].data(), runs[0].size() * sizeof(double))) << "run " << k;
 }
 
+TEST(Properties, BigBlocksAreAFunctionOfTheMeshAndBitwiseIdenticalForAnyThreadCount) {
+  // 80k cells: blocks of more than 256 cells (sized from the cell count), several colours.
+  const auto mesh = std::make_shared<const fem::Mesh>(fem::mesh::unit_square(CellType::tri3, 200));
+  const FunctionSpace V(mesh, 1);
+  const int before = omp_get_max_threads();
+  std::vector<AssemblyPlan> plans;
+  std::vector<std::vector<double>> runs;
+  for (int t : {1, 2, 3, 8}) {
+    omp_set_num_threads(t);
+    plans.push_back(build_plan(V));
+    const Assembler a(V);
+    runs.push_back(values_of(a, Diffusion{Coefficient::function([](const double* x) { return 1 + x[0] * x[1]; })}));
+  }
+  omp_set_num_threads(before);
+  ASSERT_GT(plans[0].block_size, 256);
+  ASSERT_GT(plans[0].num_colors(), 1);
+  for (std::size_t k = 1; k < runs.size(); ++k) {
+    EXPECT_EQ(plans[k].block_size, plans[0].block_size);
+    EXPECT_EQ(plans[k].color_offsets, plans[0].color_offsets);
+    EXPECT_EQ(plans[k].color_blocks, plans[0].color_blocks);
+    EXPECT_EQ(0, std::memcmp(runs[0].data(), runs[k].data(), runs[0].size() * sizeof(double))) << "run " << k;
+  }
+}
+
 TEST(Properties, UserKernelThroughTheExtensionPoint) {
   const FunctionSpace V(mesh_for(CellType::tri6, 3), 2);
   const Assembler a(V);
