@@ -15,13 +15,14 @@ namespace {
 
 // Cells per block: big blocks, run in cell order, keep the matrix rows they share in cache
 // from one cell to the next (blocks of 256 cells re-read the values from memory once per
-// colour: 2D P1 re-assembly 32 ms instead of 23 ms on one core), but at least ~64 blocks per
-// mesh for the threads. A function of the cell count only: never of the thread count.
-constexpr index_t kMinBlockSize = 256, kMaxBlockSize = 4096, kTargetBlocks = 64;
+// colour: 2D P1 re-assembly 32 ms instead of 23 ms on one core), but at least 64 blocks per
+// mesh (where blocks of 256 allow it) for the threads. A function of the cell count only:
+// never of the thread count.
+constexpr index_t kMinBlockSize = 256, kMaxBlockSize = 4096, kMinBlocks = 64;
 
 index_t block_size_for(index_t num_cells) {
   index_t b = kMinBlockSize;
-  while (b < kMaxBlockSize && b * kTargetBlocks < num_cells) b *= 2;
+  while (b < kMaxBlockSize && 2 * b * kMinBlocks <= num_cells) b *= 2;
   return b;
 }
 // Colour masks of 32 bits: 31 colours (meshes need 4-8) and colour 31, run by one thread, for

@@ -78,11 +78,14 @@ void check_pattern_size(std::size_t nnz_nodes, int block_size);
 /// on `nn` nodes: at least 1.3 times the expected number of distinct pairs (a load of at most
 /// 0.77 before the rounding up), which the cells predict. A pair is shared by 2 triangles (Euler:
 /// E = 1.5 F), ~5 tetrahedra (5.1 in a structured mesh, 5-5.5 in Delaunay ones: 4.5 to be safe),
-/// ~2.4 P2 tetrahedra; quadrilateral edges by 2 and their diagonals by none (1.5); the rest at
-/// least 1.2 (quad9 1.2, tri6 1.4, hex8 2.2). Four-node cells are tetrahedra when there are
-/// more cells than nodes, else quadrilaterals. An estimate too low only costs a rebuild.
+/// ~2.4 P2 tetrahedra; quadrilateral edges by 2 and their diagonals by none (1.5); the pairs of
+/// 1D cells by none (1); the rest by at least 1.2 (quad9 1.2, tri6 1.4, hex8 2.2). The node
+/// count tells the cells with the same number of nodes apart: triangles outnumber their nodes
+/// (2:1), P2 lines do not (1:2); tetrahedra outnumber theirs 5-6:1, quadrilaterals 1:1. An
+/// estimate too low only costs a rebuild.
 inline std::size_t pair_table_capacity(std::size_t nkeys, int npc, std::size_t nc, std::size_t nn) {
-  const double shared_by = npc == 3    ? 2.0
+  const double shared_by = npc == 2    ? 1.0
+                           : npc == 3  ? (nc > nn ? 2.0 : 1.0)
                            : npc == 4  ? (nc > 2 * nn ? 4.5 : 1.5)
                            : npc == 10 ? 2.4
                                        : 1.2;
@@ -131,9 +134,8 @@ void insert_cell_pairs(const Executor& exec, const index_t* cells, std::size_t n
   });
 }
 
-/// pos[j] = the position of nodes[j] in the sorted row cols[b, e), where present (rows of up to
-/// 8 columns must hold every node, as a cell's rows do): the launch policy's vectorised scan
-/// when it has one, else one column at a time, branch-free.
+/// pos[j] = the position of nodes[j] in the sorted row cols[b, e), where present: the launch
+/// policy's vectorised scan when it has one, else one column at a time, branch-free.
 template <class Launch>
 FEM_HD_INLINE void row_positions(const index_t* cols, index_t b, index_t e, index_t end, const index_t* nodes, int m,
                                  index_t* pos) {

@@ -20,7 +20,7 @@ struct CudaLaunch {
   using Atomics = DeviceAtomics;
   static constexpr bool has_row_positions = false;  // a thread scans its rows column by column
   /// A thread insertion-sorts its row (the builder's loop).
-  __device__ static bool sort_short_row(index_t*, index_t, index_t, index_t) { return false; }
+  FEM_HD static bool sort_short_row(index_t*, index_t, index_t, index_t) { return false; }
 
   template <class F>
   static void for_each(const Executor& exec, std::size_t n, F f) {

@@ -41,18 +41,20 @@ struct HostLaunch {
 
 #if defined(__SSE2__)
   /// pos[j] = the position of nodes[j] in the sorted row cols[b, e) (where present; else left
-  /// as it was), for j < m; the rows of up to 8 columns must hold every node. SSE2/AVX2: each 8-column chunk is compared with every node at once;
+  /// as it was), for j < m. SSE2/AVX2: each 8-column chunk is compared with every node at once;
   /// rows of up to 8 columns (P1 in 2D) take no data-dependent branch. `end` bounds the cols
-  /// array: chunks past it are read one column at a time.
+  /// array: chunks past it are read one column at a time. With AVX2, a row of up to 8 columns
+  /// must hold every node (a cell's rows hold all its nodes): its chunk is not masked, so a
+  /// missing node could match in the next row (masking cost about 4 ms of a 2D build).
   static void row_positions(const index_t* cols, index_t b, index_t e, index_t end, const index_t* nodes, int m,
                             index_t* pos) {
 #if defined(__AVX2__)
-    if (e - b <= 8 && b + 8 <= end) {
-      // One chunk holds the row (2D P1): every node is in it (the row has all its cell's nodes),
-      // so a node's first match lies inside the row and no mask of valid columns is needed.
+    if (e - b <= 8 && end - b >= 8) {
+      // One chunk holds the row (2D P1); a node's first match lies inside it.
       const __m256i chunk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cols + b));
       for (int j = 0; j < m; ++j) {
-        const int hit = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(chunk, _mm256_set1_epi32(nodes[j]))));
+        const int hit =
+            _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(chunk, _mm256_set1_epi32(nodes[j]))));
         pos[j] = hit ? b + __builtin_ctz(static_cast<unsigned>(hit)) : pos[j];
       }
       return;
@@ -60,7 +62,7 @@ struct HostLaunch {
 #endif
     for (index_t k = b; k < e; k += 8) {
       const int valid = (1 << std::min<index_t>(8, e - k)) - 1;
-      if (k + 8 > end) {  // the last row(s) of the array: no over-read
+      if (end - k < 8) {  // the last row(s) of the array: no over-read
         for (int i = 0; i < 8 && k + i < e; ++i)
           for (int j = 0; j < m; ++j)
             if (cols[k + i] == nodes[j]) pos[j] = k + i;
@@ -89,27 +91,42 @@ struct HostLaunch {
 #endif
 
 #if defined(__AVX2__)
+  /// All bits set in the lanes i < n (n ≤ 8): the mask of a row's columns in one register.
+  static __m256i lanes_below(index_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  }
+
+  /// One layer of a sorting network: lane i and its partner perm[i] keep the min (the lower
+  /// lane) and the max (the upper lanes, the bits of Upper: an immediate operand).
+  template <int Upper>
+  static __m256i sort_layer(__m256i x, __m256i perm) {
+    const __m256i p = _mm256_permutevar8x32_epi32(x, perm);
+    return _mm256_blend_epi32(_mm256_min_epi32(x, p), _mm256_max_epi32(x, p), Upper);
+  }
+
   /// Sort cols[b, e) ascending when it has at most 8 columns (2D P1 and Q1 rows), in one
   /// register through Batcher's odd-even merge network (19 compare-exchanges in 6 layers, no
-  /// data-dependent branch: insertion sort mispredicts on every row). Returns false, touching
-  /// nothing, for longer rows and for the last rows of the array (`end`: no over-read).
+  /// data-dependent branch: insertion sort mispredicts on every row). The store is masked to
+  /// the row. The load is not (a masked one cost about 4 ms of a 2D build): it reads up to 7
+  /// columns of the next rows, which another thread may be sorting; they are replaced by
+  /// padding before use. Thread-sanitizer builds take the masked load. Returns false, touching
+  /// nothing, for longer rows and the last rows of the array (`end`: no read past it).
   static bool sort_short_row(index_t* cols, index_t b, index_t e, index_t end) {
     const index_t len = e - b;
-    if (len > 8 || b + 8 > end) return false;
-    const __m256i live = _mm256_cmpgt_epi32(_mm256_set1_epi32(len), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    if (len > 8 || end - b < 8) return false;
+    const __m256i live = lanes_below(len);
+#if defined(__SANITIZE_THREAD__)
+    __m256i v = _mm256_maskload_epi32(cols + b, live);
+#else
     __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cols + b));
+#endif
     v = _mm256_blendv_epi8(_mm256_set1_epi32(INT32_MAX), v, live);  // padding sorts last
-    // Each layer: lane i and its partner perm[i] keep the min (lower lane) and max (upper lane).
-    auto layer = [](__m256i x, __m256i perm, int upper) {
-      const __m256i p = _mm256_permutevar8x32_epi32(x, perm);
-      return _mm256_blend_epi32(_mm256_min_epi32(x, p), _mm256_max_epi32(x, p), upper);
-    };
-    v = layer(v, _mm256_setr_epi32(1, 0, 3, 2, 5, 4, 7, 6), 0b10101010);
-    v = layer(v, _mm256_setr_epi32(2, 3, 0, 1, 6, 7, 4, 5), 0b11001100);
-    v = layer(v, _mm256_setr_epi32(0, 2, 1, 3, 4, 6, 5, 7), 0b01000100);
-    v = layer(v, _mm256_setr_epi32(4, 5, 6, 7, 0, 1, 2, 3), 0b11110000);
-    v = layer(v, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7), 0b00110000);
-    v = layer(v, _mm256_setr_epi32(0, 2, 1, 4, 3, 6, 5, 7), 0b01010100);
+    v = sort_layer<0b10101010>(v, _mm256_setr_epi32(1, 0, 3, 2, 5, 4, 7, 6));
+    v = sort_layer<0b11001100>(v, _mm256_setr_epi32(2, 3, 0, 1, 6, 7, 4, 5));
+    v = sort_layer<0b01000100>(v, _mm256_setr_epi32(0, 2, 1, 3, 4, 6, 5, 7));
+    v = sort_layer<0b11110000>(v, _mm256_setr_epi32(4, 5, 6, 7, 0, 1, 2, 3));
+    v = sort_layer<0b00110000>(v, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
+    v = sort_layer<0b01010100>(v, _mm256_setr_epi32(0, 2, 1, 4, 3, 6, 5, 7));
     _mm256_maskstore_epi32(cols + b, live, v);
     return true;
   }

@@ -163,6 +163,7 @@ TEST(Properties, BigBlocksAreAFunctionOfTheMeshAndBitwiseIdenticalForAnyThreadCo
   omp_set_num_threads(before);
   ASSERT_GT(plans[0].block_size, 256);
   ASSERT_GT(plans[0].num_colors(), 1);
+  EXPECT_GE(plans[0].color_blocks.size(), 64u);  // enough blocks for the threads
   for (std::size_t k = 1; k < runs.size(); ++k) {
     EXPECT_EQ(plans[k].block_size, plans[0].block_size);
     EXPECT_EQ(plans[k].color_offsets, plans[0].color_offsets);

@@ -119,16 +119,23 @@ TEST_P(ConnectivityTest, DegenerateInputsMatchSortUnique) {
   for (index_t i = 1; i <= 3000; ++i) fan.cell_nodes.insert(fan.cell_nodes.end(), {0, i, i % 3000 + 1});
   expect_matches_reference(build_connectivity(exec, fan.cell_nodes, 3, fan.num_nodes, 1), fan, 1);
 
-  DofMap shuffled = p1(fem::mesh::unit_cube(CellType::tet4, 4));
-  std::vector<index_t> perm(shuffled.num_nodes);
-  for (index_t i = 0; i < shuffled.num_nodes; ++i) perm[i] = i;
-  std::uint64_t state = 12345;
-  for (index_t i = shuffled.num_nodes - 1; i > 0; --i) {  // Fisher-Yates with a fixed LCG
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    std::swap(perm[i], perm[(state >> 33) % (i + 1)]);
-  }
-  for (auto& v : shuffled.cell_nodes) v = perm[v];
+  auto shuffle_nodes = [](DofMap d) {
+    std::vector<index_t> perm(d.num_nodes);
+    for (index_t i = 0; i < d.num_nodes; ++i) perm[i] = i;
+    std::uint64_t state = 12345;
+    for (index_t i = d.num_nodes - 1; i > 0; --i) {  // Fisher-Yates with a fixed LCG
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      std::swap(perm[i], perm[(state >> 33) % (i + 1)]);
+    }
+    for (auto& v : d.cell_nodes) v = perm[v];
+    return d;
+  };
+  const DofMap shuffled = shuffle_nodes(p1(fem::mesh::unit_cube(CellType::tet4, 4)));
   expect_matches_reference(build_connectivity(exec, shuffled.cell_nodes, 4, shuffled.num_nodes, 2), shuffled, 2);
+  // Big enough (131k triangles) for the random numbering to overflow the first, tight pair
+  // table: the build retries at half the load.
+  const DofMap big = shuffle_nodes(p1(fem::mesh::unit_square(CellType::tri3, 256)));
+  expect_matches_reference(build_connectivity(exec, big.cell_nodes, 3, big.num_nodes, 1), big, 1);
 
   const DofMap repeated{{0, 1, 1, 1, 2, 3, 3, 3, 3}, 3, 4};
   expect_matches_reference(build_connectivity(exec, repeated.cell_nodes, 3, repeated.num_nodes, 1), repeated, 1);
