@@ -41,16 +41,16 @@ void colour_blocks(const DofMap& d, AssemblyPlan& p) {
   std::vector<index_t> count(kMaxColors + 1, 0);
   const int npc = d.nodes_per_cell;
   for (index_t b = 0; b < nblocks; ++b) {
-    const index_t first = b * bs, last = std::min(nc, first + bs);
+    // A block's cells are consecutive: their nodes are one stretch of the cell-node array.
+    const index_t* begin = d.cell_nodes.data() + static_cast<std::size_t>(b) * bs * npc;
+    const index_t* end = d.cell_nodes.data() + static_cast<std::size_t>(std::min(nc, (b + 1) * bs)) * npc;
     ColourMask forbidden = 0;
-    for (index_t c = first; c < last; ++c)
-      for (int k = 0; k < npc; ++k) forbidden |= used[d.cell_nodes[static_cast<std::size_t>(c) * npc + k]];
+    for (const index_t* v = begin; v != end; ++v) forbidden |= used[*v];
     const int col = std::min(std::countr_one(forbidden), kMaxColors);
     colour[b] = col;
     ++count[col];
     const ColourMask bit = col < kMaxColors ? ColourMask{1} << col : 0;
-    for (index_t c = first; c < last; ++c)
-      for (int k = 0; k < npc; ++k) used[d.cell_nodes[static_cast<std::size_t>(c) * npc + k]] |= bit;
+    for (const index_t* v = begin; v != end; ++v) used[*v] |= bit;
   }
   p.last_color_serial = count[kMaxColors] > 0;
   int ncolors = 0;
