@@ -25,6 +25,7 @@ index_t block_size_for(index_t num_cells) {
   while (b < kMaxBlockSize && 2 * b * kMinBlocks <= num_cells) b *= 2;
   return b;
 }
+
 // Colour masks of 32 bits: 31 colours (meshes need 4-8) and colour 31, run by one thread, for
 // the blocks that found no free colour. Half the memory of 64-bit masks, which the greedy pass
 // reads and writes at every node of every cell.

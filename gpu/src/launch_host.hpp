@@ -104,7 +104,7 @@ struct HostLaunch {
     return _mm256_blend_epi32(_mm256_min_epi32(x, p), _mm256_max_epi32(x, p), Upper);
   }
 
-  /// Sort cols[b, e) ascending when it has at most 8 columns (2D P1 and Q1 rows), in one
+  /// Sort cols[b, e) ascending when it has at most 8 columns (2D P1 rows have 7 inside), in one
   /// register through Batcher's odd-even merge network (19 compare-exchanges in 6 layers, no
   /// data-dependent branch: insertion sort mispredicts on every row). The store is masked to
   /// the row. The load is not (a masked one cost about 4 ms of a 2D build): it reads up to 7
