@@ -65,13 +65,12 @@ int put(const char* key, const T* data, int32_t ndim, const int64_t* shape, uint
                 FEM_MAX_NDIM);
     FEM_EXPECTS(ndim == 0 || shape != nullptr, "store key '{}': shape is a null pointer", k);
     std::vector<int64_t> s(shape, shape + ndim);
-    int64_t n = 1;
-    for (int64_t e : s) {
-      FEM_EXPECTS(e >= 0, "store key '{}': negative extent {} in the shape", k, e);
-      n *= e;
-    }
-    FEM_EXPECTS(n == 0 || data != nullptr, "store key '{}': data is a null pointer", k);
-    std::vector<T> values(data, data + n);
+    // The product of the extents with overflow checks: 3 × 6148914691236517206 wraps to 2 in 64
+    // bits and must not pass for an array of 2 values.
+    const fem::ElementCount n = fem::element_count(s, sizeof(T));
+    FEM_EXPECTS(n.problem == nullptr, "store key '{}': shape {} {}", k, fem::shape_string(s), n.problem);
+    FEM_EXPECTS(n.count == 0 || data != nullptr, "store key '{}': data is a null pointer", k);
+    std::vector<T> values(data, data + n.count);
     const fem::Version v = fem::store().put(k, fem::Array<T>(std::move(s), std::move(values)));
     if (version) *version = v;
     return FEM_OK;

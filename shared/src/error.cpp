@@ -16,6 +16,17 @@ std::string key_error_message(const std::string& key, const std::vector<std::str
 KeyError::KeyError(std::string key, std::vector<std::string> nearest)
     : Error(key_error_message(key, nearest)), key_(std::move(key)), nearest_(std::move(nearest)) {}
 
+namespace {
+std::string cycle_message(const std::vector<std::string>& cycle, const std::string& what) {
+  std::string chain;
+  for (const std::string& k : cycle) chain += fmt::format("{}'{}'", chain.empty() ? "" : " -> ", k);
+  return fmt::format("{}: {}", what, chain);
+}
+}  // namespace
+
+CycleError::CycleError(std::vector<std::string> cycle, const std::string& what)
+    : InvalidArgument(cycle_message(cycle, what)), cycle_(std::move(cycle)) {}
+
 TypeError::TypeError(std::string key, std::string expected, std::string actual)
     : Error(fmt::format("store key '{}' holds a value of type {}, not {}", key, actual, expected)),
       key_(std::move(key)),

@@ -1,6 +1,7 @@
 // The store: one map of entries under a reader/writer lock, a reverse-dependency index so that
-// replacing an input drops what was derived from it, LRU eviction of cache entries, and
-// in-flight deduplication of get_or_compute.
+// replacing an input drops what was derived from it, LRU eviction of cache entries, in-flight
+// deduplication of get_or_compute, and the two cycle checks (a computation that asks for its own
+// key, an entry published with an input derived from it).
 #include "fem/store.hpp"
 
 #include <algorithm>
@@ -31,6 +32,43 @@ struct InFlight {
   std::vector<Input> inputs;
   std::shared_future<std::shared_ptr<const void>> result;
 };
+
+// The get_or_compute computations running on this thread, innermost last. A computation that
+// asks for a key on this stack (of the same store) would wait for its own future forever.
+struct Computing {
+  const void* store;
+  std::string key;
+};
+thread_local std::vector<Computing> computing;
+
+struct ComputingScope {
+  ComputingScope(const void* store, std::string_view key) { computing.push_back({store, std::string(key)}); }
+  ~ComputingScope() { computing.pop_back(); }
+  ComputingScope(const ComputingScope&) = delete;
+  ComputingScope& operator=(const ComputingScope&) = delete;
+};
+
+void throw_if_computing(const void* store, std::string_view key) {
+  for (std::size_t i = 0; i < computing.size(); ++i) {
+    if (computing[i].store != store || computing[i].key != key) continue;
+    std::vector<std::string> cycle;
+    for (std::size_t j = i; j < computing.size(); ++j)
+      if (computing[j].store == store) cycle.push_back(computing[j].key);
+    cycle.emplace_back(key);
+    throw CycleError(std::move(cycle),
+                     fmt::format("store key '{}' is asked for by its own computation (get_or_compute on the "
+                                 "same thread): a dependency cycle",
+                                 key));
+  }
+}
+
+CycleError publish_cycle(std::string_view key, std::vector<std::string> cycle) {
+  const std::string input = cycle.at(1);
+  return CycleError(std::move(cycle),
+                    fmt::format("store key '{}' cannot be derived from '{}', which is derived "
+                                "from '{}': a dependency cycle",
+                                key, input, key));
+}
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -102,6 +140,34 @@ struct Store::Impl {
     std::vector<std::string> out;
     for (std::size_t i = 0; i < scored.size() && i < 5; ++i) out.push_back(scored[i].second);
     return out;
+  }
+
+  // The cycle that publishing `key` with these inputs would close: `key`, then the input and the
+  // entries it was (transitively) derived from, down to `key` again; empty when there is none.
+  // A breadth-first walk down the inputs of the inputs (an entry's inputs never change).
+  std::vector<std::string> cycle_through_locked(std::string_view key,
+                                                const std::vector<Input>& inputs) const {
+    if (inputs.empty() || dependents.find(key) == dependents.end()) return {};  // nothing derives from key
+    std::map<std::string_view, std::string_view> parent;  // key -> the key that has it as an input
+    std::vector<std::string_view> queue;
+    for (const Input& in : inputs)
+      if (parent.emplace(in.key, key).second) queue.push_back(in.key);
+    for (std::size_t q = 0; q < queue.size(); ++q) {
+      const std::string_view k = queue[q];
+      if (k == key) {
+        std::vector<std::string> cycle{std::string(key)};
+        std::string_view at = parent.at(k);
+        for (; at != key; at = parent.at(at)) cycle.emplace_back(at);
+        cycle.emplace_back(key);
+        std::reverse(cycle.begin(), cycle.end());  // key, its input, ..., key
+        return cycle;
+      }
+      auto it = entries.find(k);
+      if (it == entries.end()) continue;
+      for (const Input& in : it->second->inputs)
+        if (parent.emplace(in.key, k).second) queue.push_back(in.key);
+    }
+    return {};
   }
 
   bool inputs_current(const std::vector<Input>& inputs) const {
@@ -251,6 +317,8 @@ Version Store::put_erased(std::string_view key, std::shared_ptr<const void> valu
                   "store key '{}': input '{}' is at version {}, not {}: the value would be stale",
                   key, in.key, it->second->version, in.version);
     }
+    if (auto cycle = impl_->cycle_through_locked(key, options.inputs); !cycle.empty())
+      throw publish_cycle(key, std::move(cycle));
     v = impl_->publish_locked(key, std::move(value), type, *options.bytes, options.evictable,
                               options.residency.value_or(Residency::host), std::move(options.inputs), graveyard);
   }
@@ -281,6 +349,7 @@ std::shared_ptr<const void> Store::get_or_compute_erased(std::string_view key,
   validate_key(key);
   validate_inputs(key, inputs);
   Impl& s = *impl_;
+  throw_if_computing(&s, key);
 
   auto cached = [&]() -> std::shared_ptr<const void> {
     std::shared_lock lock(s.mutex);
@@ -293,6 +362,12 @@ std::shared_ptr<const void> Store::get_or_compute_erased(std::string_view key,
     return e.value;
   };
   if (auto hit = cached()) return hit;
+  {
+    // A result that could never be published: fail before computing it.
+    std::shared_lock lock(s.mutex);
+    if (auto cycle = s.cycle_through_locked(key, inputs); !cycle.empty())
+      throw publish_cycle(key, std::move(cycle));
+  }
 
   std::promise<std::shared_ptr<const void>> promise;
   std::shared_ptr<InFlight> mine;
@@ -324,6 +399,7 @@ std::shared_ptr<const void> Store::get_or_compute_erased(std::string_view key,
   s.misses.fetch_add(1, std::memory_order_relaxed);
   Computed computed;
   try {
+    const ComputingScope scope(&s, key);
     computed = compute();
   } catch (...) {
     promise.set_exception(std::current_exception());
@@ -333,13 +409,23 @@ std::shared_ptr<const void> Store::get_or_compute_erased(std::string_view key,
   s.computes.fetch_add(1, std::memory_order_relaxed);
 
   std::vector<std::shared_ptr<const void>> graveyard;
+  std::vector<std::string> cycle;
   {
     std::unique_lock lock(s.mutex);
     auto it = s.entries.find(key);
     const bool type_clash = it != s.entries.end() && it->second->type != type;
-    if (!type_clash && s.inputs_current(inputs))
-      s.publish_locked(key, computed.value, type, computed.bytes, /*evictable=*/true, computed.residency,
-                       std::move(inputs), graveyard);
+    if (!type_clash && s.inputs_current(inputs)) {
+      cycle = s.cycle_through_locked(key, inputs);  // checked above; the inputs' entries cannot have changed
+      if (cycle.empty())
+        s.publish_locked(key, computed.value, type, computed.bytes, /*evictable=*/true, computed.residency,
+                         std::move(inputs), graveyard);
+    }
+  }
+  if (!cycle.empty()) {
+    const CycleError error = publish_cycle(key, std::move(cycle));
+    promise.set_exception(std::make_exception_ptr(error));
+    finish();
+    throw error;
   }
   promise.set_value(computed.value);
   finish();

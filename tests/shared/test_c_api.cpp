@@ -2,7 +2,9 @@
 // plus a readable message.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
+#include <utility>
 
 #include "fem/array.hpp"
 #include "fem/c_api.h"
@@ -93,6 +95,61 @@ TEST(CApi, ErrorsAreCodesWithMessages) {
   EXPECT_EQ(out[1], 2.0);
   EXPECT_STREQ(fem_last_error(), "");
   fem_erase("capi/B");
+}
+
+// A shape whose element count overflows 64 bits (3 × 6148914691236517206 = 2^64 + 2 wraps to
+// 2), or whose bytes exceed what memory can hold, is refused with the key and the shape named,
+// and nothing is stored. An empty shape with a huge extent is an empty array, not an overflow.
+TEST(CApi, ShapeWhoseElementCountOverflowsIsRejected) {
+  const double d[2] = {1, 2};
+  const int32_t i32[2] = {1, 2};
+  const int64_t i64[2] = {1, 2};
+  const int64_t wraps_to_2[2] = {3, 6148914691236517206};
+  const int64_t wraps_to_0[2] = {int64_t{1} << 32, int64_t{1} << 32};
+  const int64_t wraps_far[3] = {int64_t{1} << 40, int64_t{1} << 40, 3};
+  const int64_t too_many_bytes[1] = {int64_t{1} << 61};  // 2^64 bytes of f64 or i64, 2^63 of i32
+  for (const auto& [ndim, shape] : {std::pair{2, wraps_to_2}, std::pair{2, wraps_to_0},
+                                    std::pair{3, wraps_far}, std::pair{1, too_many_bytes}}) {
+    const std::string extent = std::to_string(shape[0]);
+    SCOPED_TRACE(extent);
+    EXPECT_EQ(fem_put_f64("capi/overflow", d, ndim, shape, nullptr), FEM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last().find("'capi/overflow'"), std::string::npos) << last();
+    EXPECT_NE(last().find(extent), std::string::npos) << last();
+    EXPECT_EQ(fem_put_i64("capi/overflow", i64, ndim, shape, nullptr), FEM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last().find(extent), std::string::npos) << last();
+    EXPECT_EQ(fem_put_i32("capi/overflow", i32, ndim, shape, nullptr), FEM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last().find(extent), std::string::npos) << last();
+    // null data with a shape that wraps to 0 elements is no empty array either
+    EXPECT_EQ(fem_put_f64("capi/overflow", nullptr, ndim, shape, nullptr), FEM_ERR_INVALID_ARGUMENT);
+    int32_t present = 1;
+    ASSERT_EQ(fem_contains("capi/overflow", &present), FEM_OK);
+    EXPECT_EQ(present, 0);
+  }
+  const int64_t empty[2] = {0, std::numeric_limits<int64_t>::max()};
+  ASSERT_EQ(fem_put_f64("capi/empty", nullptr, 2, empty, nullptr), FEM_OK) << last();
+  fem_entry_info info;
+  ASSERT_EQ(fem_info("capi/empty", &info), FEM_OK);
+  EXPECT_EQ(info.shape[1], std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(fem::store().get<fem::Array<double>>("capi/empty")->size(), 0u);
+  fem_erase("capi/empty");
+}
+
+// The same check in the C++ type: fem::Array never holds a shape that disagrees with its data.
+TEST(Array, ShapeWhoseElementCountOverflowsIsRejected) {
+  using fem::Array;
+  try {
+    Array<double>({3, 6148914691236517206}, {1.0, 2.0});
+    ADD_FAILURE() << "a 3 × 6148914691236517206 array of 2 values";
+  } catch (const fem::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("6148914691236517206"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Array<double>({int64_t{1} << 32, int64_t{1} << 32}, {}), fem::InvalidArgument);
+  EXPECT_THROW(Array<int32_t>::zeros({int64_t{1} << 32, int64_t{1} << 32}), fem::InvalidArgument);
+  EXPECT_THROW(Array<double>::zeros({int64_t{1} << 61}), fem::InvalidArgument);  // 2^64 bytes
+  EXPECT_THROW(Array<double>::zeros({-1, -1}), fem::InvalidArgument);            // product 1, still negative
+  EXPECT_THROW(Array<double>({2, -1}, {}), fem::InvalidArgument);
+  EXPECT_EQ(Array<double>::zeros({0, std::numeric_limits<int64_t>::max()}).size(), 0u);
+  EXPECT_EQ(Array<double>::zeros({2, 3}).size(), 6u);
 }
 
 TEST(CApi, ViewIsZeroCopyAndOutlivesErase) {

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "fem/array.hpp"
@@ -337,6 +338,168 @@ TEST(Derived, ConcurrentRequestsShareOneComputation) {
   for (auto& th : threads) th.join();
   EXPECT_EQ(computes.load(), 1);
   for (const auto& g : got) EXPECT_EQ(g.get(), got[0].get());
+}
+
+// What a failed operation must leave untouched: every entry's key, version and inputs.
+std::vector<std::pair<std::string, fem::Version>> snapshot(const Store& s) {
+  std::vector<std::pair<std::string, fem::Version>> out;
+  for (const auto& e : s.list()) {
+    out.emplace_back(e.key, e.version);
+    for (const auto& in : e.inputs) out.emplace_back(e.key + "<-" + in.key, in.version);
+  }
+  return out;
+}
+
+// The keys of a CycleError, and its message naming them as "'a' -> 'b' -> 'a'".
+void expect_cycle(const fem::CycleError& e, const std::vector<std::string>& keys) {
+  EXPECT_EQ(e.cycle(), keys);
+  std::string chain;
+  for (const auto& k : keys) chain += (chain.empty() ? "'" : " -> '") + k + "'";
+  EXPECT_NE(std::string(e.what()).find(chain), std::string::npos) << e.what();
+}
+
+// A computation that asks for its own key used to wait forever on its own in-flight future. It
+// is a CycleError naming the cycle; nothing is left in flight or stored, and the next call
+// computes normally.
+TEST(Cycles, ComputeAskingForItsOwnKeyIsAnError) {
+  Store s;
+  s.put("x", Blob{1, 1});
+  const auto before = snapshot(s);
+  int computes = 0;
+  try {
+    s.get_or_compute<Blob>("a", {}, [&] {
+      ++computes;
+      return s.get_or_compute<Blob>("a", {}, [] { return Blob{1, 2}; });
+    });
+    ADD_FAILURE() << "no CycleError";
+  } catch (const fem::CycleError& e) {
+    expect_cycle(e, {"a", "a"});
+  }
+  EXPECT_EQ(computes, 1);
+  EXPECT_EQ(snapshot(s), before);
+  EXPECT_EQ(s.get_or_compute<Blob>("a", {}, [] { return Blob{1, 3}; })->stamp, 3);
+  EXPECT_TRUE(s.contains("a"));
+}
+
+// The same through a chain: a's computation asks for b, b's for c, c's for a. Every computation
+// of the chain fails with the same error; none is left in flight or stored.
+TEST(Cycles, ComputeCycleThroughAChainIsAnError) {
+  Store s;
+  const auto vx = s.put("x", Blob{1, 1});
+  const auto before = snapshot(s);
+  std::function<std::shared_ptr<const Blob>(const std::string&)> ask = [&](const std::string& key) {
+    const std::string next = key == "a" ? "b" : key == "b" ? "c" : "a";
+    return s.get_or_compute<Blob>(key, {{"x", vx}}, [&] { return Blob{1, ask(next)->stamp}; });
+  };
+  try {
+    ask("a");
+    ADD_FAILURE() << "no CycleError";
+  } catch (const fem::CycleError& e) {
+    expect_cycle(e, {"a", "b", "c", "a"});
+    EXPECT_NE(std::string(e.what()).find("'a'"), std::string::npos);
+  }
+  EXPECT_EQ(snapshot(s), before);
+  // Entered from b, the cycle starts at b.
+  try {
+    ask("b");
+    ADD_FAILURE() << "no CycleError";
+  } catch (const fem::CycleError& e) {
+    expect_cycle(e, {"b", "c", "a", "b"});
+  }
+  // Nothing in flight: each key computes normally now.
+  for (const char* k : {"a", "b", "c"})
+    EXPECT_EQ(s.get_or_compute<Blob>(k, {{"x", vx}}, [] { return Blob{1, 9}; })->stamp, 9) << k;
+  EXPECT_EQ(s.list().size(), 4u);
+}
+
+// The same key in another store is no cycle.
+TEST(Cycles, SameKeyInAnotherStoreIsNoCycle) {
+  Store s, t;
+  auto v = s.get_or_compute<Blob>("a", {}, [&] {
+    return Blob{1, t.get_or_compute<Blob>("a", {}, [] { return Blob{1, 4}; })->stamp};
+  });
+  EXPECT_EQ(v->stamp, 4);
+}
+
+// Another thread asking for a key that this thread is computing is no cycle: it waits for the
+// computation and gets its value, also when it asks from inside a computation of its own.
+TEST(Cycles, WaitingForAnotherThreadsComputationIsNoCycle) {
+  Store s;
+  std::atomic<bool> started{false}, waiting{false};
+  std::atomic<int> computes{0};
+  auto slow = [&] {
+    ++computes;
+    started = true;
+    while (!waiting) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the other thread is now waiting
+    return Blob{1, 11};
+  };
+  std::shared_ptr<const Blob> first, second;
+  std::thread owner([&] { first = s.get_or_compute<Blob>("a", {}, slow); });
+  while (!started) std::this_thread::yield();
+  std::thread other([&] {
+    second = s.get_or_compute<Blob>("b", {}, [&] {
+      waiting = true;
+      return Blob{1, s.get_or_compute<Blob>("a", {}, slow)->stamp + 1};
+    });
+  });
+  owner.join();
+  other.join();
+  EXPECT_EQ(computes.load(), 1);
+  EXPECT_EQ(first->stamp, 11);
+  EXPECT_EQ(second->stamp, 12);
+}
+
+// Publishing an entry with an input that is derived from it would make the dependency graph
+// cyclic (and the put used to drop that input at once, leaving an entry derived from nothing).
+// A CycleError naming the cycle; the store is unchanged. Direct and transitive, by put and by
+// get_or_compute.
+TEST(Cycles, PublishingWithAnInputDerivedFromTheKeyIsAnError) {
+  Store s;
+  const auto va = s.put("a", Blob{1, 1});
+  const auto vb = s.put("b", Blob{1, 2}, fem::PutOptions().derived_from({{"a", va}}));
+  const auto vc = s.put("c", Blob{1, 3}, fem::PutOptions().derived_from({{"b", vb}}));
+  s.put("u", Blob{1, 4});
+  const auto before = snapshot(s);
+  const auto stats = s.stats();
+  try {
+    s.put("a", Blob{1, 5}, fem::PutOptions().derived_from({{"b", vb}}));
+    ADD_FAILURE() << "no CycleError";
+  } catch (const fem::CycleError& e) {
+    expect_cycle(e, {"a", "b", "a"});
+  }
+  try {
+    s.put("a", Blob{1, 5}, fem::PutOptions().derived_from({{"u", s.version("u")}, {"c", vc}}));
+    ADD_FAILURE() << "no CycleError";
+  } catch (const fem::CycleError& e) {
+    expect_cycle(e, {"a", "c", "b", "a"});
+  }
+  try {
+    s.put("b", Blob{1, 5}, fem::PutOptions().derived_from({{"c", vc}}));
+    ADD_FAILURE() << "no CycleError";
+  } catch (const fem::CycleError& e) {
+    expect_cycle(e, {"b", "c", "b"});
+  }
+  bool computed = false;
+  try {
+    s.get_or_compute<Blob>("a", {{"c", vc}}, [&] {
+      computed = true;
+      return Blob{1, 6};
+    });
+    ADD_FAILURE() << "no CycleError";
+  } catch (const fem::CycleError& e) {
+    expect_cycle(e, {"a", "c", "b", "a"});
+  }
+  EXPECT_FALSE(computed);
+  EXPECT_EQ(snapshot(s), before);
+  EXPECT_EQ(s.stats().puts, stats.puts);
+  EXPECT_EQ(s.stats().invalidations, stats.invalidations);
+  // Not cycles: an unrelated input, and a new entry derived from the chain's end.
+  s.put("a", Blob{1, 7}, fem::PutOptions().derived_from({{"u", s.version("u")}}));
+  EXPECT_FALSE(s.contains("b"));  // the new a dropped what was derived from the old one
+  const auto va2 = s.version("a");
+  const auto vb2 = s.put("b", Blob{1, 8}, fem::PutOptions().derived_from({{"a", va2}}));
+  EXPECT_EQ(s.get_or_compute<Blob>("d", {{"b", vb2}}, [] { return Blob{1, 9}; })->stamp, 9);
 }
 
 TEST(Counters, NamedCountersAccumulateAndReset) {

@@ -36,6 +36,19 @@ class DimensionMismatch : public InvalidArgument {
   using InvalidArgument::InvalidArgument;
 };
 
+/// A dependency cycle among store entries: a get_or_compute whose computation asks (directly or
+/// through other get_or_compute calls on its thread) for the key it is computing, or an entry
+/// published with an input that is derived from it. `cycle()` lists the keys along the cycle,
+/// the first one again at the end; the message ends with them ("'a' -> 'b' -> 'a'").
+class CycleError : public InvalidArgument {
+ public:
+  CycleError(std::vector<std::string> cycle, const std::string& what);
+  const std::vector<std::string>& cycle() const noexcept { return cycle_; }
+
+ private:
+  std::vector<std::string> cycle_;
+};
+
 /// A store key that is not present. The message names the key and the nearest keys present.
 class KeyError : public Error {
  public:
