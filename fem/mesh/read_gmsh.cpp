@@ -32,11 +32,17 @@ struct Bucket {
 };
 
 /// Node tag → index: the identity on a contiguous run of tags (the common case), else a dense
-/// table when the tags are not too sparse, else a sorted list. A tag given twice (partitioned
-/// files repeat interface nodes) is one node: the first; the repeats are dropped from xyz.
+/// table when the tags are not too sparse, else a sorted list. A tag given twice is ambiguous
+/// (which coordinates do the elements mean?): build() finds it while filling the table (or in
+/// the sorted list) and returns where it is, in file order, for the reader's error.
 class NodeIndex {
  public:
-  void build(const std::vector<std::uint64_t>& tags, std::vector<double>& xyz) {
+  /// The first repeated tag in file order: the positions of its first and its second copy.
+  struct Repeat {
+    std::size_t first, again;
+  };
+
+  std::optional<Repeat> build(const std::vector<std::uint64_t>& tags) {
     n_ = tags.size();
     first_ = n_ ? tags[0] : 0;
     contiguous_ = true;
@@ -45,48 +51,31 @@ class NodeIndex {
         contiguous_ = false;
         break;
       }
-    if (contiguous_) return;
+    if (contiguous_) return std::nullopt;  // strictly increasing: no repeats
     const auto [lo, hi] = std::minmax_element(tags.begin(), tags.end());
     min_ = *lo;
     if (*hi - *lo < 4 * static_cast<std::uint64_t>(n_) + 1024) {
       dense_.assign(*hi - *lo + 1, -1);
-      bool repeats = false;
       for (std::size_t i = 0; i < n_; ++i) {
         index_t& slot = dense_[tags[i] - min_];
-        if (slot < 0)
-          slot = static_cast<index_t>(i);
-        else
-          repeats = true;
+        if (slot >= 0) return Repeat{static_cast<std::size_t>(slot), i};
+        slot = static_cast<index_t>(i);
       }
-      if (!repeats) return;
-      std::size_t j = 0;
-      for (std::size_t i = 0; i < n_; ++i) {
-        index_t& slot = dense_[tags[i] - min_];
-        if (slot != static_cast<index_t>(i)) continue;  // a repeat (its first copy has j <= i)
-        std::copy_n(xyz.begin() + 3 * i, 3, xyz.begin() + 3 * j);
-        slot = static_cast<index_t>(j++);
-      }
-      n_ = j;
-    } else {
-      sorted_.resize(n_);
-      for (std::size_t i = 0; i < n_; ++i) sorted_[i] = {tags[i], static_cast<index_t>(i)};
-      std::stable_sort(sorted_.begin(), sorted_.end(), [](auto& a, auto& b) { return a.first < b.first; });
-      const auto last =
-          std::unique(sorted_.begin(), sorted_.end(), [](auto& a, auto& b) { return a.first == b.first; });
-      if (last == sorted_.end()) return;
-      sorted_.erase(last, sorted_.end());
-      std::vector<index_t> renumber(n_, -1);
-      for (const auto& p : sorted_) renumber[p.second] = 0;
-      std::size_t j = 0;
-      for (std::size_t i = 0; i < n_; ++i)
-        if (renumber[i] == 0) {
-          std::copy_n(xyz.begin() + 3 * i, 3, xyz.begin() + 3 * j);
-          renumber[i] = static_cast<index_t>(j++);
-        }
-      for (auto& p : sorted_) p.second = renumber[p.second];
-      n_ = j;
+      return std::nullopt;
     }
-    xyz.resize(3 * n_);
+    sorted_.resize(n_);
+    for (std::size_t i = 0; i < n_; ++i) sorted_[i] = {tags[i], static_cast<index_t>(i)};
+    std::stable_sort(sorted_.begin(), sorted_.end(), [](auto& a, auto& b) { return a.first < b.first; });
+    // Equal tags are adjacent, in file order: the earliest second copy over all runs.
+    std::optional<Repeat> repeat;
+    for (std::size_t k = 1; k < n_; ++k)
+      if (sorted_[k].first == sorted_[k - 1].first) {
+        const auto again = static_cast<std::size_t>(sorted_[k].second);
+        if (!repeat || again < repeat->again)
+          repeat = Repeat{static_cast<std::size_t>(sorted_[k - 1].second), again};
+        while (k + 1 < n_ && sorted_[k + 1].first == sorted_[k].first) ++k;
+      }
+    return repeat;
   }
   /// The index of a node tag, or -1.
   index_t find(std::uint64_t tag) const noexcept {
@@ -208,17 +197,34 @@ class GmshReader {
     s_.seek(s_.pos() + k + end.size());
   }
 
+  // A (dimension, tag) named twice, or one name given to two tags of a dimension, would make
+  // tag_of()/name_of() depend on the order of the lines: an error naming both lines. The same
+  // name in different dimensions is legal (Gmsh keeps one group per dimension).
   void read_physical_names() {
     const char* at = s_.pos();
     const auto n = s_.integer<std::uint64_t>("number of physical names");
     s_.check_count(n, 6, "number of physical names", at);
     names_.reserve(names_.size() + n);
     for (std::uint64_t i = 0; i < n; ++i) {
+      s_.skip_space();
+      const char* line = s_.pos();
       PhysicalName p;
       p.dim = s_.integer<int>("physical dimension");
       if (p.dim < 0 || p.dim > 3) s_.fail(fmt::format("physical dimension {} is not 0..3", p.dim));
       p.tag = s_.integer<int>("physical tag");
       p.name = std::string(s_.quoted("quoted physical name"));
+      const auto [tag_it, new_tag] = name_at_.emplace(std::pair{p.dim, p.tag}, line);
+      if (!new_tag)
+        s_.fail_at(line,
+                   fmt::format("physical group {} of dimension {} is named a second time, as \"{}\" (the "
+                               "first name is at {})",
+                               p.tag, p.dim, p.name, s_.where(tag_it->second)));
+      const auto [name_it, new_name] = tag_of_name_.emplace(std::pair{p.dim, p.name}, std::pair{p.tag, line});
+      if (!new_name)
+        s_.fail_at(
+            line,
+            fmt::format("physical name \"{}\" of dimension {} is given to tag {} here and to tag {} at {}",
+                        p.name, p.dim, p.tag, name_it->second.first, s_.where(name_it->second.second)));
       names_.push_back(std::move(p));
     }
     s_.expect_word("$EndPhysicalNames");
@@ -312,6 +318,7 @@ class GmshReader {
     xyz_.reserve(3 * n);
     if (s_.binary()) {
       end_header_line();
+      tag_runs_.push_back({s_.pos(), 0, 4 + 3 * 8});
       for (std::uint64_t i = 0; i < n; ++i) {
         const char* p = s_.pos();
         const auto tag = s_.bin<std::int32_t>("node tag");
@@ -323,6 +330,7 @@ class GmshReader {
         store_coordinates(p, c);
       }
     } else {
+      tag_runs_.push_back({s_.pos(), 0, 4});  // tag x y z
       for (std::uint64_t i = 0; i < n; ++i) {
         tags.push_back(s_.integer<std::uint64_t>("node tag"));
         double c[3];
@@ -333,7 +341,7 @@ class GmshReader {
       }
     }
     s_.expect_word("$EndNodes");
-    index_.build(tags, xyz_);
+    index_nodes(tags);
     have_nodes_ = true;
   }
 
@@ -363,6 +371,7 @@ class GmshReader {
       if (nb > total - tags.size())
         s_.fail_at(nb_at, fmt::format("node block of {} nodes exceeds the header's total of {}", nb, total));
       const int extra = parametric ? dim : 0;
+      if (nb > 0) tag_runs_.push_back({s_.pos(), tags.size(), s_.binary() ? std::size_t{8} : std::size_t{1}});
       if (s_.binary()) {
         const std::size_t first = tags.size();
         tags.resize(first + nb);
@@ -404,8 +413,29 @@ class GmshReader {
       s_.fail_at(at,
                  fmt::format("the header announces {} nodes, but its blocks hold {}", total, tags.size()));
     s_.expect_word("$EndNodes");
-    index_.build(tags, xyz_);
+    index_nodes(tags);
     have_nodes_ = true;
+  }
+
+  void index_nodes(const std::vector<std::uint64_t>& tags) {
+    const auto repeat = index_.build(tags);
+    if (!repeat) return;
+    const char* first = node_tag_at(repeat->first);
+    s_.fail_at(node_tag_at(repeat->again), fmt::format("node tag {} is given twice (the first time at {})",
+                                                       tags[repeat->again], s_.where(first)));
+  }
+
+  /// Where the i-th node tag of $Nodes is (error path only: re-scans ASCII tokens).
+  const char* node_tag_at(std::size_t i) {
+    const auto it = std::upper_bound(tag_runs_.begin(), tag_runs_.end(), i,
+                                     [](std::size_t j, const TagRun& r) { return j < r.first; });
+    const TagRun& r = *std::prev(it);  // the first run starts at node 0
+    const std::size_t k = i - r.first;
+    if (s_.binary()) return r.at + k * r.stride;
+    s_.seek(r.at);
+    for (std::size_t t = 0; t < k * r.stride; ++t) s_.token();
+    s_.skip_space();
+    return s_.pos();
   }
 
   CellType element_type(int gmsh_type, const char* at) {
@@ -682,6 +712,17 @@ class GmshReader {
   bool v4_ = false;
   bool have_nodes_ = false, have_elements_ = false;
   std::vector<PhysicalName> names_;
+  // where each (dimension, tag) was named, and the (tag, place) of each (dimension, name)
+  std::map<std::pair<int, int>, const char*> name_at_;
+  std::map<std::pair<int, std::string>, std::pair<int, const char*>> tag_of_name_;
+  // where the node tags were read: the first node of each run, and tokens (ASCII) or bytes
+  // (binary) from one tag to the next; only used to place an error
+  struct TagRun {
+    const char* at;
+    std::size_t first;
+    std::size_t stride;
+  };
+  std::vector<TagRun> tag_runs_;
   std::map<std::pair<int, int>, std::vector<int>> entity_physicals_;
   std::vector<int> ghost_tags_;  // sorted
   std::uint64_t rows_ = 0;

@@ -1,6 +1,6 @@
 // MEDIT .mesh reader (ASCII): Vertices, Edges, Triangles, Quadrilaterals, Tetrahedra, Hexahedra
 // with their reference numbers as tags; the auxiliary sections (corners, ridges, normals, ...)
-// are skipped. MEDIT has no names for references.
+// are skipped. MEDIT has no names for references. Every keyword may appear once.
 #include <array>
 #include <optional>
 #include <vector>
@@ -62,7 +62,8 @@ class MeditReader {
     if (s_.at_end()) s_.fail("empty file: expected 'MeshVersionFormatted'");
     if (s_.peek_token() != "MeshVersionFormatted")
       s_.expected("'MeshVersionFormatted' (not a MEDIT mesh file)");
-    s_.token();
+    const char* mat = s_.pos();
+    seen_.emplace_back(s_.token(), mat);
     const char* vat = s_.pos();
     const int version = s_.integer<int>("MEDIT version");
     if (version < 1 || version > 4)
@@ -73,6 +74,12 @@ class MeditReader {
       const char* at = s_.pos();
       const auto word = s_.token();
       if (word == "End") break;
+      if (word != "MeshVersionFormatted" && word != "Dimension" && word != "Vertices" &&
+          !element_section(word) && !skipped(word)) {
+        s_.seek(at);
+        s_.expected("a MEDIT keyword such as 'Vertices', 'Triangles', 'Tetrahedra' or 'End'");
+      }
+      once(word, at);
       if (word == "Dimension") {
         const char* dat = s_.pos();
         gdim_ = s_.integer<int>("dimension");
@@ -84,9 +91,6 @@ class MeditReader {
         read_elements(*t, at);
       } else if (auto k = skipped(word)) {
         skip(*k, at);
-      } else {
-        s_.seek(at);
-        s_.expected("a MEDIT keyword such as 'Vertices', 'Triangles', 'Tetrahedra' or 'End'");
       }
     }
     return finish();
@@ -101,6 +105,15 @@ class MeditReader {
       else
         return;
     }
+  }
+
+  // Every keyword may appear once: a second 'Dimension' would reinterpret the vertices that
+  // follow, a second element section would be appended to the first. `at` is the keyword's
+  // position, the message names it and the first one.
+  void once(std::string_view word, const char* at) {
+    for (const auto& [w, first] : seen_)
+      if (w == word) s_.fail_at(at, fmt::format("a second '{}' (the first is at {})", word, s_.where(first)));
+    seen_.emplace_back(word, at);
   }
 
   static std::optional<CellType> element_section(std::string_view w) {
@@ -130,7 +143,6 @@ class MeditReader {
 
   void read_vertices(const char* at) {
     need_dimension(at);
-    if (have_vertices_) s_.fail_at(at, "a second 'Vertices' section");
     const auto n = count("number of vertices", gdim_ + 1);
     coords_.reserve(n * gdim_);
     for (std::uint64_t i = 0; i < n; ++i) {
@@ -145,9 +157,9 @@ class MeditReader {
     const int k = cell_info(type).num_nodes;
     const auto n = count("number of elements", k + 1);
     Elements& e = elements_[static_cast<std::size_t>(type)];
-    if (!e.first) e.first = at;
-    e.nodes.reserve(e.nodes.size() + n * k);
-    e.refs.reserve(e.refs.size() + n);
+    e.first = at;
+    e.nodes.reserve(n * k);
+    e.refs.reserve(n);
     const auto nv = static_cast<std::int64_t>(coords_.size() / gdim_);
     for (std::uint64_t i = 0; i < n; ++i) {
       for (int j = 0; j < k; ++j) {
@@ -212,6 +224,7 @@ class MeditReader {
   bool have_vertices_ = false;
   std::vector<double> coords_;
   std::array<Elements, 11> elements_;
+  std::vector<std::pair<std::string_view, const char*>> seen_;  // keywords read so far and where
 };
 
 }  // namespace

@@ -3,8 +3,10 @@
 // file and the line or byte offset.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -157,23 +159,27 @@ TEST(ReadGmsh, TagsEntitiesAndNonContiguousNodes) {
   EXPECT_EQ(m.names().size(), 3u);
 }
 
-// Node tags: very sparse (a sorted lookup) and repeated (partitioned files repeat interface
-// nodes: one node, the first copy), in MSH 4.1 and 2.2.
-TEST(ReadGmsh, SparseAndRepeatedNodeTags) {
+// Node tags: not contiguous (a dense table) and very sparse (a sorted lookup), in MSH 4.1 (two
+// blocks) and 2.2.
+std::string nodes41(const std::string& t, const std::string& t2) {
+  return "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\n2 5 3 " + t + "\n2 1 0 3\n3\n" + t +  // lines 1-8
+         "\n5\n0 0 0\n1 0 0\n0 1 0\n2 2 0 2\n" + t2 +                                         // lines 9-14
+         "\n9\n1 0 0\n2 2 0\n$EndNodes\n$Elements\n1 1 1 1\n2 1 2 1\n1 3 " + t + " 5\n$EndElements\n";
+}
+std::string nodes22(const std::string& t, const std::string& t2) {
+  return "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n4\n3 0 0 0\n" + t +  // lines 1-7
+         " 1 0 0\n5 0 1 0\n" + t2 +                                          // lines 7-9
+         " 1 0 0\n$EndNodes\n$Elements\n1\n1 2 2 0 1 3 " + t + " 5\n$EndElements\n";
+}
+
+TEST(ReadGmsh, SparseNodeTags) {
   for (std::uint64_t big : {std::uint64_t{7}, std::uint64_t{1} << 40}) {
-    const std::string t = std::to_string(big);
-    const std::string v41 = "$MeshFormat\n4.1 0 8\n$EndMeshFormat\n$Nodes\n2 5 3 " + t + "\n2 1 0 3\n3\n" +
-                            t + "\n5\n0 0 0\n1 0 0\n0 1 0\n2 2 0 2\n" + t +
-                            "\n3\n1 0 0\n0 0 0\n$EndNodes\n$Elements\n1 1 1 1\n2 1 2 1\n1 3 " + t +
-                            " 5\n$EndElements\n";
-    const std::string v22 = "$MeshFormat\n2.2 0 8\n$EndMeshFormat\n$Nodes\n4\n3 0 0 0\n" + t +
-                            " 1 0 0\n5 0 1 0\n" + t + " 1 0 0\n$EndNodes\n$Elements\n1\n1 2 2 0 1 3 " + t +
-                            " 5\n$EndElements\n";
-    for (const std::string& file : {v41, v22}) {
+    const std::string t = std::to_string(big), t2 = std::to_string(big + 1);
+    for (const auto& [file, nodes] : {std::pair{nodes41(t, t2), 5}, std::pair{nodes22(t, t2), 4}}) {
       const Mesh m = fem::mesh::read_gmsh(file, "tags.msh");
-      ASSERT_EQ(m.num_nodes(), 3) << big;
+      ASSERT_EQ(m.num_nodes(), nodes) << big;
       ASSERT_EQ(m.num_cells(), 1);
-      const auto c = m.cell(0);
+      const auto c = m.cell(0);  // tags 3, t, 5
       EXPECT_EQ(m.node(c[0])[0], 0.0);
       EXPECT_EQ(m.node(c[1])[0], 1.0);
       EXPECT_EQ(m.node(c[2])[1], 1.0);
@@ -183,9 +189,9 @@ TEST(ReadGmsh, SparseAndRepeatedNodeTags) {
 
 // ---- bad input ------------------------------------------------------------------------------
 
-// The error must name the file and the line (ASCII) or byte offset (binary).
-void expect_parse_error(std::string_view bytes, ParseError::Position kind, std::uint64_t position = 0,
-                        bool medit = false) {
+// The error must name the file and the line (ASCII) or byte offset (binary). Returns the message.
+std::string expect_parse_error(std::string_view bytes, ParseError::Position kind, std::uint64_t position = 0,
+                               bool medit = false) {
   const std::string name = "bad-input.msh";
   try {
     if (medit)
@@ -202,7 +208,20 @@ void expect_parse_error(std::string_view bytes, ParseError::Position kind, std::
     if (position) {
       EXPECT_EQ(e.position(), position) << what;
     }
+    return what;
   }
+  return {};
+}
+
+// An error about something given twice must also name where it was given first.
+void expect_names(const std::string& what, std::initializer_list<std::string> parts) {
+  for (const std::string& p : parts)
+    EXPECT_NE(what.find(p), std::string::npos) << "'" << p << "' in: " << what;
+}
+
+// The line (1-based) of byte `offset` of a text.
+std::uint64_t line_at(std::string_view text, std::size_t offset) {
+  return 1 + static_cast<std::uint64_t>(std::count(text.begin(), text.begin() + offset, '\n'));
 }
 
 std::string small_msh22() {
@@ -337,6 +356,98 @@ TEST(ReadGmshBadInput, NodeReferenceOutOfRange) {
   expect_parse_error(bin, ParseError::Position::byte, end - 8);
 }
 
+// A node tag given twice: which coordinates would the elements mean? An error at the second
+// copy naming the tag and the first copy, whatever lookup the tags need (dense table, sorted
+// list) and in every format.
+TEST(ReadGmshBadInput, RepeatedNodeTagIsAnError) {
+  using P = ParseError::Position;
+  for (std::uint64_t big : {std::uint64_t{7}, std::uint64_t{1} << 40}) {
+    const std::string t = std::to_string(big);
+    SCOPED_TRACE(t);
+    // MSH 4.1: the second block starts with a tag of the first block (line 8 or line 7)
+    expect_names(expect_parse_error(nodes41(t, t), P::line, 14), {"node tag " + t, "line 8"});
+    expect_names(expect_parse_error(nodes41(t, "3"), P::line, 14), {"node tag 3", "line 7"});
+    // MSH 2.2: the fourth node repeats the second
+    expect_names(expect_parse_error(nodes22(t, t), P::line, 9), {"node tag " + t, "line 7"});
+  }
+  // Repeats in the middle of generated files (nodes 1..9): node 5 gets tag 3.
+  const Mesh m = fem::mesh::rectangle(CellType::tri3, 2, 2);
+  for (auto v : {GmshVersion::msh22, GmshVersion::msh41}) {
+    SCOPED_TRACE(v == GmshVersion::msh41 ? "4.1" : "2.2");
+    // ASCII: the tag is the first number of the node's line (2.2) or on a line of its own (4.1)
+    std::string text = fem::mesh::to_gmsh(m, false, v);
+    const auto block =
+        text.find('\n', text.find(v == GmshVersion::msh41 ? "\n2 1 0 9\n" : "$Nodes\n9\n") + 2);
+    const auto node3 = text.find("\n3", block) + 1, node5 = text.find("\n5", block) + 1;
+    text[node5] = '3';
+    expect_names(expect_parse_error(text, P::line, line_at(text, node5)),
+                 {"node tag 3", fmt::format("line {}", line_at(text, node3))});
+    // binary: 2.2 writes records of an int32 tag and 3 doubles, 4.1 a block of size_t tags
+    std::string bin = fem::mesh::to_gmsh(m, true, v);
+    std::size_t first = 0, again = 0;
+    if (v == GmshVersion::msh22) {
+      const auto data = bin.find("$Nodes\n9\n") + 9;
+      first = data + 2 * 28;
+      again = data + 4 * 28;
+      const std::int32_t three = 3;
+      std::memcpy(bin.data() + again, &three, 4);
+    } else {
+      const auto tags = bin.find("$Nodes\n") + 7 + 4 * 8 + 3 * 4 + 8;  // header, block header
+      first = tags + 2 * 8;
+      again = tags + 4 * 8;
+      const std::uint64_t three = 3;
+      std::memcpy(bin.data() + again, &three, 8);
+    }
+    expect_names(expect_parse_error(bin, P::byte, again), {"node tag 3", fmt::format("byte {}", first)});
+  }
+}
+
+// A generated square (tri3, facets of dimension 1) whose $PhysicalNames section is `body`.
+std::string with_names(bool binary, GmshVersion v, const std::string& body) {
+  std::string file = fem::mesh::to_gmsh(fem::mesh::rectangle(CellType::tri3, 2, 2), binary, v);
+  const auto from = file.find("$PhysicalNames\n") + 15;
+  return file.replace(from, file.find("$EndPhysicalNames") - from, body);
+}
+
+TEST(ReadGmsh, SamePhysicalNameInDifferentDimensionsIsAllowed) {
+  for (bool binary : {false, true})
+    for (auto v : {GmshVersion::msh22, GmshVersion::msh41}) {
+      const Mesh m =
+          fem::mesh::read_gmsh(with_names(binary, v, "3\n1 1 \"x\"\n1 2 \"y\"\n2 7 \"x\"\n"), "n.msh");
+      EXPECT_EQ(m.tag_of("x", 1), 1);
+      EXPECT_EQ(m.tag_of("x", 2), 7);
+      EXPECT_EQ(m.name_of(1, 2), "y");
+    }
+}
+
+// $PhysicalNames that name a (dimension, tag) twice, or give one name to two tags of the same
+// dimension: tag_of()/name_of() would depend on the order of the lines. An error at the second
+// line naming the first, as a line (ASCII) or byte offset (binary files: the section is text).
+TEST(ReadGmshBadInput, DuplicatePhysicalNamesAreAnError) {
+  struct Case {
+    std::string body, second, mentions;
+  };
+  const Case cases[] = {
+      {"3\n1 1 \"x\"\n1 2 \"y\"\n1 1 \"z\"\n", "1 1 \"z\"", "physical group 1 of dimension 1"},  // tag twice
+      {"2\n1 1 \"x\"\n1 1 \"x\"\n", "1 1 \"x\"\n$End", "physical group 1 of dimension 1"},       // line twice
+      {"3\n1 1 \"x\"\n2 7 \"y\"\n1 2 \"x\"\n", "1 2 \"x\"", "\"x\" of dimension 1"},             // name twice
+  };
+  using P = ParseError::Position;
+  for (const Case& c : cases)
+    for (bool binary : {false, true})
+      for (auto v : {GmshVersion::msh22, GmshVersion::msh41}) {
+        SCOPED_TRACE(c.body + (binary ? " binary" : " ASCII"));
+        const std::string file = with_names(binary, v, c.body);
+        const auto first = file.find("1 1 \"x\"");
+        const auto again = file.find(c.second, first + 1);
+        if (binary)
+          expect_names(expect_parse_error(file, P::byte, again), {c.mentions, fmt::format("byte {}", first)});
+        else
+          expect_names(expect_parse_error(file, P::line, line_at(file, again)),
+                       {c.mentions, fmt::format("line {}", line_at(file, first))});
+      }
+}
+
 TEST(ReadGmshBadInput, NonFiniteCoordinates) {
   expect_parse_error(replace(small_msh22(), "3 1 1 0", "3 1 nan 0"), ParseError::Position::line, 8);
   expect_parse_error(replace(small_msh22(), "3 1 1 0", "3 1 inf 0"), ParseError::Position::line, 8);
@@ -402,6 +513,35 @@ TEST(ReadMedit, TrianglesWithReferences) {
   ASSERT_EQ(m.num_facets(), 1);  // the edge with reference 0 is not a tagged facet
   EXPECT_EQ(m.facet_tags()[0], 10);
   EXPECT_EQ(m.facet(0)[1], 1);
+}
+
+// Every MEDIT keyword may appear once. A second 'Dimension' used to reinterpret the vertices
+// that follow (here 2 vertices of dimension 3 became 3 vertices of a valid triangle), a second
+// element section was appended to the first. The error is at the second keyword and names the
+// line of the first.
+TEST(ReadMedit, RepeatedKeywordIsAnError) {
+  using P = ParseError::Position;
+  const std::string reinterpreted =
+      "MeshVersionFormatted 2\nDimension 3\nVertices\n2\n0 0 0 0\n1 0 0 0\nDimension 2\n"  // lines 1-7
+      "Triangles\n1\n1 2 3 0\nEnd\n";
+  expect_names(expect_parse_error(reinterpreted, P::line, 7, true), {"'Dimension'", "line 2"});
+  // Each section of kMedit once more, just before End (line 20).
+  const std::string ok = kMedit;
+  for (std::string_view section : {"MeshVersionFormatted 2\n", "Dimension 2\n", "Vertices\n1\n0 0 0\n",
+                                   "Edges\n1\n1 2 10\n", "Triangles\n1\n1 2 3 4\n", "Corners\n1 1\n"}) {
+    SCOPED_TRACE(section);
+    const std::string keyword(section.substr(0, section.find_first_of(" \n")));
+    const std::string file = replace(ok, "End\n", std::string(section) + "End\n");
+    expect_names(expect_parse_error(file, P::line, 20, true),
+                 {"'" + keyword + "'", fmt::format("line {}", line_at(ok, ok.find(keyword)))});
+  }
+  // Tetrahedra (a 3D file)
+  const std::string tets =
+      "MeshVersionFormatted 2\nDimension 3\nVertices\n4\n0 0 0 0\n1 0 0 0\n0 1 0 0\n0 0 1 0\n"  // 1-8
+      "Tetrahedra\n1\n1 2 3 4 1\nTetrahedra\n1\n1 2 4 3 1\nEnd\n";                              // 9-15
+  ASSERT_EQ(fem::mesh::read_medit(replace(tets, "Tetrahedra\n1\n1 2 4 3 1\n", ""), "tet.mesh").num_cells(),
+            1);
+  expect_names(expect_parse_error(tets, P::line, 12, true), {"'Tetrahedra'", "line 9"});
 }
 
 TEST(ReadMedit, BadInput) {

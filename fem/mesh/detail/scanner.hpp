@@ -41,13 +41,13 @@ class Scanner {
 
   /// Throw a ParseError at `at` (a pointer into the file).
   [[noreturn]] void fail_at(const char* at, const std::string& message) const {
-    if (at < begin_ || at > end_) at = end_;
-    const auto offset = static_cast<std::uint64_t>(at - begin_);
-    if (binary_) throw ParseError(name_, ParseError::Position::byte, offset, message);
-    while (at < end_ && is_space(*at)) ++at;  // a position before a token means that token's line
-    std::uint64_t line = 1;
-    for (const char* c = begin_; c < at; ++c) line += *c == '\n';
-    throw ParseError(name_, ParseError::Position::line, line, message);
+    if (binary_) throw ParseError(name_, ParseError::Position::byte, offset_of(at), message);
+    throw ParseError(name_, ParseError::Position::line, line_of(at), message);
+  }
+  /// "line N" (text) or "byte N" (binary) of `at`, as fail_at() would report it: for messages
+  /// that name a second place in the file (where something was given first).
+  std::string where(const char* at) const {
+    return binary_ ? fmt::format("byte {}", offset_of(at)) : fmt::format("line {}", line_of(at));
   }
   [[noreturn]] void fail(const std::string& message) const { fail_at(p_, message); }
 
@@ -205,6 +205,19 @@ class Scanner {
   }
 
  private:
+  std::uint64_t offset_of(const char* at) const noexcept {
+    if (at < begin_ || at > end_) at = end_;
+    return static_cast<std::uint64_t>(at - begin_);
+  }
+  // Lines are counted only here, on the error path.
+  std::uint64_t line_of(const char* at) const noexcept {
+    if (at < begin_ || at > end_) at = end_;
+    while (at < end_ && is_space(*at)) ++at;  // a position before a token means that token's line
+    std::uint64_t line = 1;
+    for (const char* c = begin_; c < at; ++c) line += *c == '\n';
+    return line;
+  }
+
   const char* begin_;
   const char* p_;
   const char* end_;
