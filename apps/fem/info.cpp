@@ -69,6 +69,7 @@ void run_info(const std::string& spec, const std::string& json_file, double tole
     j["check"] = {{"ok", report.ok()},
                   {"inverted", report.inverted.size()},
                   {"degenerate", report.degenerate.size()},
+                  {"tangled", report.tangled.size()},
                   {"duplicate_nodes", report.duplicate_nodes.size()},
                   {"unreferenced_nodes", report.unreferenced_nodes.size()},
                   {"untagged_boundary_facets", report.untagged_boundary_facets.size()},

@@ -1,5 +1,6 @@
-// Facet selection, facet nodes (edge nodes found through the DOF map's edge table), Dirichlet
-// lifting on CSR matrices and Neumann facet integrals.
+// Facet selection (vertices, and all the nodes of each facet for its geometry), facet nodes of a
+// space (edge nodes found through the DOF map's edge table), Dirichlet lifting on CSR matrices
+// and Neumann facet integrals over the facets' own (curved) geometry.
 #include "fem/assembly/boundary.hpp"
 
 #include <algorithm>
@@ -15,14 +16,10 @@
 
 namespace fem::assembly {
 
-std::vector<index_t> select_facets(const Mesh& mesh, const FacetSet& set, int& vertices_per_facet) {
-  vertices_per_facet = mesh.facet_info().num_vertices;
-  std::vector<index_t> out;
-  if (set.whole_boundary) {
-    const auto bf = gpu::find_boundary_facets(gpu::Executor::host(), mesh);
-    return bf.vertices;
-  }
-  const int nvf = vertices_per_facet;
+namespace {
+
+// A tag that no facet carries: an error naming it and the tags present.
+void check_tags(const Mesh& mesh, const FacetSet& set) {
   std::set<int> present(mesh.facet_tags().begin(), mesh.facet_tags().end());
   for (int tag : set.tags) {
     if (present.count(tag)) continue;
@@ -36,10 +33,91 @@ std::vector<index_t> select_facets(const Mesh& mesh, const FacetSet& set, int& v
                                       mesh.source(), tag, name.empty() ? "" : fmt::format(" ({})", name),
                                       tags.empty() ? "none" : tags));
   }
-  for (index_t f = 0; f < mesh.num_facets(); ++f)
-    if (std::find(set.tags.begin(), set.tags.end(), mesh.facet_tags()[f]) != set.tags.end())
-      for (int k = 0; k < nvf; ++k) out.push_back(mesh.facet(f)[k]);
+}
+
+// For each local facet of a cell type, the cell-local indices of all the facet's nodes in the
+// node order of the facet's Lagrange element: its vertices (as local_facets() orders them),
+// then the node of each facet edge (the facet type's own edge order), then the face centre
+// (quad9 faces of hex27, whose face nodes follow the edge nodes in local_facets() order).
+std::vector<std::vector<int>> facet_local_nodes(CellType type) {
+  const auto& info = cell_info(type);
+  const LocalFacets lf = local_facets(type);
+  const CellType facet = info.facet;
+  const int nvf = lf.vertices_per_facet, npf = cell_info(facet).num_nodes, nv = info.num_vertices;
+  const auto cell_edges = local_edges(type);
+  std::vector<std::array<int, 2>> facet_edges;
+  if (npf > nvf) {
+    if (nvf == 2) {
+      facet_edges = {{0, 1}};
+    } else {
+      const auto e = local_edges(nvf == 3 ? CellType::tri3 : CellType::quad4);
+      facet_edges.assign(e.begin(), e.end());
+    }
+  }
+  std::vector<std::vector<int>> out(lf.count);
+  for (int l = 0; l < lf.count; ++l) {
+    const auto v = lf[l];
+    out[l].assign(v.begin(), v.end());
+    for (const auto& fe : facet_edges) {
+      const int a = v[fe[0]], b = v[fe[1]];
+      int found = -1;
+      for (std::size_t e = 0; e < cell_edges.size(); ++e)
+        if ((cell_edges[e][0] == a && cell_edges[e][1] == b) ||
+            (cell_edges[e][0] == b && cell_edges[e][1] == a))
+          found = static_cast<int>(e);
+      FEM_EXPECTS(found >= 0, "{}: facet {} has no edge {}-{}", info.name, l, a, b);
+      out[l].push_back(nv + found);
+    }
+    if (static_cast<int>(out[l].size()) < npf) out[l].push_back(nv + static_cast<int>(cell_edges.size()) + l);
+    FEM_EXPECTS(static_cast<int>(out[l].size()) == npf, "{}: facet {} has {} nodes, its {} element {}",
+                info.name, l, out[l].size(), cell_info(facet).name, npf);
+  }
   return out;
+}
+
+SelectedFacets select(const Mesh& mesh, const FacetSet& set, bool with_nodes) {
+  SelectedFacets s;
+  s.geometry = mesh.cell_info().facet;
+  s.vertices_per_facet = mesh.facet_info().num_vertices;
+  s.nodes_per_facet = mesh.nodes_per_facet();
+  const int nvf = s.vertices_per_facet, npf = s.nodes_per_facet;
+  if (set.whole_boundary) {
+    auto bf = gpu::find_boundary_facets(gpu::Executor::host(), mesh);
+    s.vertices = std::move(bf.vertices);
+    if (!with_nodes) return s;
+    if (npf == nvf) {  // first-order facets: the vertices are all the nodes
+      s.nodes = s.vertices;
+      return s;
+    }
+    const auto local = facet_local_nodes(mesh.cell_type());
+    s.nodes.resize(static_cast<std::size_t>(bf.size()) * npf);
+    for (index_t f = 0; f < bf.size(); ++f) {
+      const auto cell = mesh.cell(bf.cell[f]);
+      const auto& l = local[bf.local_facet[f]];
+      for (int k = 0; k < npf; ++k) s.nodes[static_cast<std::size_t>(f) * npf + k] = cell[l[k]];
+    }
+    return s;
+  }
+  check_tags(mesh, set);
+  for (index_t f = 0; f < mesh.num_facets(); ++f)
+    if (std::find(set.tags.begin(), set.tags.end(), mesh.facet_tags()[f]) != set.tags.end()) {
+      const auto nodes = mesh.facet(f);
+      s.vertices.insert(s.vertices.end(), nodes.begin(), nodes.begin() + nvf);
+      if (with_nodes) s.nodes.insert(s.nodes.end(), nodes.begin(), nodes.end());
+    }
+  return s;
+}
+
+}  // namespace
+
+std::vector<index_t> select_facets(const Mesh& mesh, const FacetSet& set, int& vertices_per_facet) {
+  auto s = select(mesh, set, false);
+  vertices_per_facet = s.vertices_per_facet;
+  return std::move(s.vertices);
+}
+
+SelectedFacets select_facet_geometry(const Mesh& mesh, const FacetSet& set) {
+  return select(mesh, set, true);
 }
 
 std::vector<index_t> facet_nodes(const FunctionSpace& V, std::span<const index_t> facet_vertices, int nvf,
@@ -162,37 +240,49 @@ void assemble_neumann(const FunctionSpace& V, const Neumann& n, std::span<double
               V.num_dofs());
   const Mesh& mesh = V.mesh();
   const int gdim = mesh.gdim(), bs = V.components(), fdim = mesh.tdim() - 1;
-  int nvf = 0, npf = 0;
-  const auto vertices = select_facets(mesh, FacetSet::tagged(n.tags), nvf);
-  const auto nodes = facet_nodes(V, vertices, nvf, npf);
-  const std::size_t nf = vertices.size() / nvf;
-  const CellType facet_geometry = cell_info(mesh.cell_info().facet).num_vertices == 1 ? CellType::point
-                                  : nvf == 2                                          ? CellType::line2
-                                  : nvf == 3                                          ? CellType::tri3
-                                                                                      : CellType::quad4;
-  const CellType facet_element = cell_info(V.element()).facet;
-  const int degree = 2 * V.degree() + 2;
-  std::vector<double> gx(bs), x(3), phi(npf), dphi(npf * 3), psi(nvf), dpsi(nvf * 3);
+  const SelectedFacets facets = select_facet_geometry(mesh, FacetSet::tagged(n.tags));
+  const int nvf = facets.vertices_per_facet;
+  int npf = 0;
+  const auto nodes = facet_nodes(V, facets.vertices, nvf, npf);
+  const std::size_t nf = facets.size();
+  std::vector<double> gx(bs), x(3);
   if (fdim == 0) {  // point facets: the value at the vertex
     for (std::size_t f = 0; f < nf; ++f) {
-      n.g(mesh.node(vertices[f]).data(), gx.data());
+      n.g(mesh.node(facets.vertices[f]).data(), gx.data());
       for (int c = 0; c < bs; ++c) b[static_cast<std::size_t>(nodes[f]) * bs + c] += gx[c];
     }
     return;
   }
-  const Quadrature& q = quadrature(facet_geometry, degree);
+  // The facet's own geometry map (line3, tri6, quad9 on second-order meshes: the curved facet,
+  // not its chord) over all its nodes; the space's facet element over its DOF nodes. Both are
+  // Lagrange elements on the same reference facet with the vertices in the same order. A curved
+  // map makes the integrand rational (the measure is a square root): two degrees more.
+  const CellType geometry = facets.geometry, facet_element = cell_info(V.element()).facet;
+  const int ng = facets.nodes_per_facet;
+  const int degree = 2 * V.degree() + 2 + 2 * (cell_info(geometry).order - 1);
+  const Quadrature& q = quadrature(geometry, degree);
+  const int nq = q.size();
+  std::vector<double> phi(static_cast<std::size_t>(nq) * npf), psi(static_cast<std::size_t>(nq) * ng),
+      dpsi(static_cast<std::size_t>(nq) * ng * fdim),
+      scratch(static_cast<std::size_t>(std::max(npf, ng)) * 3);
+  for (int k = 0; k < nq; ++k) {
+    const double* xi = &q.points[static_cast<std::size_t>(k) * fdim];
+    lagrange_eval(geometry, xi, &psi[static_cast<std::size_t>(k) * ng],
+                  &dpsi[static_cast<std::size_t>(k) * ng * fdim]);
+    lagrange_eval(facet_element, xi, &phi[static_cast<std::size_t>(k) * npf], scratch.data());
+  }
   for (std::size_t f = 0; f < nf; ++f) {
-    for (int k = 0; k < q.size(); ++k) {
-      const double* xi = &q.points[k * fdim];
-      lagrange_eval(facet_geometry, xi, psi.data(), dpsi.data());
-      lagrange_eval(facet_element, xi, phi.data(), dphi.data());
+    const index_t* g_nodes = &facets.nodes[f * ng];
+    for (int k = 0; k < nq; ++k) {
+      const double* ps = &psi[static_cast<std::size_t>(k) * ng];
+      const double* dps = &dpsi[static_cast<std::size_t>(k) * ng * fdim];
       double t[2][3] = {};  // tangents ∂x/∂ξ
       std::fill(x.begin(), x.end(), 0.0);
-      for (int v = 0; v < nvf; ++v) {
-        const auto X = mesh.node(vertices[f * nvf + v]);
+      for (int v = 0; v < ng; ++v) {
+        const auto X = mesh.node(g_nodes[v]);
         for (int d = 0; d < gdim; ++d) {
-          x[d] += psi[v] * X[d];
-          for (int a = 0; a < fdim; ++a) t[a][d] += dpsi[v * fdim + a] * X[d];
+          x[d] += ps[v] * X[d];
+          for (int a = 0; a < fdim; ++a) t[a][d] += dps[v * fdim + a] * X[d];
         }
       }
       double measure;
@@ -205,8 +295,10 @@ void assemble_neumann(const FunctionSpace& V, const Neumann& n, std::span<double
       }
       n.g(x.data(), gx.data());
       const double w = q.weights[k] * measure;
+      const double* ph = &phi[static_cast<std::size_t>(k) * npf];
       for (int i = 0; i < npf; ++i)
-        for (int c = 0; c < bs; ++c) b[static_cast<std::size_t>(nodes[f * npf + i]) * bs + c] += w * gx[c] * phi[i];
+        for (int c = 0; c < bs; ++c)
+          b[static_cast<std::size_t>(nodes[f * npf + i]) * bs + c] += w * gx[c] * ph[i];
     }
   }
 }

@@ -22,6 +22,24 @@ struct FacetSet {
 /// facet of the mesh carries is an error naming it and the facet tags present.
 std::vector<index_t> select_facets(const Mesh& mesh, const FacetSet& set, int& vertices_per_facet);
 
+/// The selected facets with their geometry: besides the vertices (as select_facets() gives
+/// them), all the mesh nodes of each facet in the node order of the facet's own Lagrange element
+/// (`geometry`: line3 on tri6/quad9 meshes, tri6 on tet10, quad9 on hex27; the first-order
+/// facet on first-order meshes), so that a facet of a curved mesh is integrated over its curve
+/// or surface, not over the chord between its vertices. Tagged facets take their nodes from
+/// Mesh::facet(); for the whole boundary they come from the cell that owns each facet.
+struct SelectedFacets {
+  std::vector<index_t> vertices;  ///< size() × vertices_per_facet
+  std::vector<index_t> nodes;     ///< size() × nodes_per_facet: mesh nodes of the geometry map
+  int vertices_per_facet = 0;
+  int nodes_per_facet = 0;
+  CellType geometry = CellType::point;
+  std::size_t size() const noexcept {
+    return vertices_per_facet > 0 ? vertices.size() / static_cast<std::size_t>(vertices_per_facet) : 0;
+  }
+};
+SelectedFacets select_facet_geometry(const Mesh& mesh, const FacetSet& set);
+
 /// The space nodes on each facet (vertex nodes, then edge nodes), nodes_per_facet per facet,
 /// in the order of the facet's Lagrange element.
 std::vector<index_t> facet_nodes(const FunctionSpace& V, std::span<const index_t> facet_vertices,
@@ -55,7 +73,9 @@ void set_dirichlet(const DirichletValues& bc, std::span<double> x);
 /// r_k = 0 at the constrained DOFs (residuals of Newton with the values already in u).
 void zero_dirichlet(const DirichletValues& bc, std::span<double> r);
 
-/// Add ∫_Γ g·v over the facets of `n.tags` to b.
+/// Add ∫_Γ g·v over the facets of `n.tags` to b. Each facet is integrated with its own geometry
+/// map (select_facet_geometry(): curved line3/tri6/quad9 facets of second-order meshes), with a
+/// rule two degrees higher on curved facets.
 void assemble_neumann(const FunctionSpace& V, const Neumann& n, std::span<double> b);
 
 }  // namespace fem::assembly

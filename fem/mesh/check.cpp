@@ -1,4 +1,5 @@
-// Mesh checks by sorting (duplicate nodes, facet matching) and corner Jacobians; reorientation.
+// Mesh checks by sorting (duplicate nodes, facet matching) and bounds of the Jacobian
+// determinant over each whole cell (Bernstein coefficients); reorientation.
 #include "fem/mesh/check.hpp"
 
 #include <fmt/format.h>
@@ -93,24 +94,308 @@ double diameter(const Mesh& mesh, index_t c) {
   return std::sqrt(h2);
 }
 
-enum class Orientation { positive, inverted, degenerate };
+enum class Orientation { positive, inverted, degenerate, tangled };
 
-Orientation classify(const Mesh& mesh, index_t c, const CheckOptions& o) {
-  const auto dets = corner_determinants(mesh, c);
-  const double scale = o.degenerate_tolerance * std::pow(diameter(mesh, c), mesh.tdim());
-  if (mesh.tdim() < mesh.gdim()) {
-    for (double d : dets)
-      if (d <= scale) return Orientation::degenerate;
-    return Orientation::positive;
-  }
-  bool all_negative = true, any_small = false;
-  for (double d : dets) {
-    if (!(d < -scale)) all_negative = false;
-    if (d <= scale) any_small = true;
-  }
-  if (all_negative) return Orientation::inverted;
-  return any_small ? Orientation::degenerate : Orientation::positive;
+// The sign of det J over a whole cell of full dimension (tdim == gdim), not only at its corners.
+//
+// det J is a polynomial on the reference cell: of degree d(p-1) on simplices (geometry order p:
+// constant on tri3/tet4, quadratic on tri6, cubic on tet10) and of degree dp-1 in each variable on
+// quadrilaterals and hexahedra (1 on quad4, 2 on hex8, 3 on quad9, 5 on hex27). Its values at
+// the equispaced lattice of that degree (which includes the vertices and, for tri6, all six
+// nodes) determine it, and a fixed linear map turns them into its coefficients in the Bernstein
+// basis of that degree. The Bernstein basis is nonnegative and sums to one, so det J lies
+// between the smallest and the largest coefficient everywhere in the cell, while the lattice
+// values are values it takes. Hence, with tol = degenerate_tolerance × diameter^dim:
+//   - values of both signs beyond ±tol: tangled (the map folds the cell), for certain;
+//   - every coefficient above tol (below -tol): det J > tol (< -tol) in the whole cell, for certain;
+//   - else the cell is split (simplices into 2^d by their edge midpoints, boxes into 2^d boxes)
+//     and each part is bounded the same way from the values at its own lattice, to kMaxDepth
+//     levels and kMaxParts parts; parts still undecided then are judged by the values sampled
+//     (det J has no sign change there and stays within a small fraction of its scale).
+// A value with |det J| ≤ tol and no sign change makes the cell degenerate.
+// (Johnen, Remacle, Geuzaine, "Geometrical validity of curvilinear finite elements", JCP 2013.)
+constexpr int kMaxDepth = 6, kMaxParts = 4096;
+
+bool is_simplex(CellType t) {
+  return t == CellType::line2 || t == CellType::line3 || t == CellType::tri3 || t == CellType::tri6 ||
+         t == CellType::tet4 || t == CellType::tet10;
 }
+
+// Dense inverse by Gauss-Jordan with partial pivoting (n ≤ 20; the matrices are well conditioned).
+std::vector<double> inverse(std::vector<double> a, int n) {
+  std::vector<double> inv(static_cast<std::size_t>(n) * n, 0.0);
+  for (int i = 0; i < n; ++i) inv[i * n + i] = 1;
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r)
+      if (std::abs(a[r * n + c]) > std::abs(a[p * n + c])) p = r;
+    for (int k = 0; k < n; ++k) {
+      std::swap(a[c * n + k], a[p * n + k]);
+      std::swap(inv[c * n + k], inv[p * n + k]);
+    }
+    const double d = a[c * n + c];
+    for (int k = 0; k < n; ++k) a[c * n + k] /= d, inv[c * n + k] /= d;
+    for (int r = 0; r < n; ++r) {
+      if (r == c || a[r * n + c] == 0) continue;
+      const double f = a[r * n + c];
+      for (int k = 0; k < n; ++k) a[r * n + k] -= f * a[c * n + k], inv[r * n + k] -= f * inv[c * n + k];
+    }
+  }
+  return inv;
+}
+
+double binomial(int m, int k) {
+  double b = 1;
+  for (int i = 1; i <= k; ++i) b = b * (m - k + i) / i;
+  return b;
+}
+
+// The lattice of det J's degree on a reference cell type and the map from values there to
+// Bernstein coefficients. Simplex points are barycentric (d + 1 weights of the part's vertices),
+// box points are per-axis fractions t ∈ [0, 1] of the part's extent.
+struct Lattice {
+  bool simplex = true;
+  int dim = 0, degree = 0, size = 0;
+  std::vector<std::array<double, 4>> weights;  ///< per point: barycentric (simplex) or t per axis (box)
+  std::vector<double> to_bernstein;            ///< simplex: size × size; box: (degree+1)² along one axis
+  std::vector<std::vector<double>> gradients;  ///< the geometry's gradients at the reference cell's lattice
+};
+
+// Reference coordinates of a lattice point in a part: simplex parts by their d + 1 vertices,
+// box parts by {lo, hi}.
+using Part = std::array<std::array<double, 3>, 4>;
+
+std::array<double, 3> point_in(const Lattice& L, const Part& part, const std::array<double, 4>& w) {
+  std::array<double, 3> x{0, 0, 0};
+  for (int d = 0; d < L.dim; ++d)
+    if (L.simplex) {
+      for (int v = 0; v <= L.dim; ++v) x[d] += w[v] * part[v][d];
+    } else {
+      x[d] = part[0][d] + (part[1][d] - part[0][d]) * w[d];
+    }
+  return x;
+}
+
+Part reference_part(CellType type) {
+  Part p{};
+  const auto nodes = reference_nodes(type);
+  const int dim = cell_info(type).dim;
+  if (is_simplex(type)) {
+    for (int v = 0; v <= dim; ++v) p[v] = nodes[v];
+  } else {
+    p[0] = {-1, -1, -1};
+    p[1] = {1, 1, 1};
+  }
+  return p;
+}
+
+Lattice make_lattice(CellType type) {
+  const auto& info = cell_info(type);
+  Lattice L;
+  L.simplex = is_simplex(type);
+  L.dim = info.dim;
+  const int d = info.dim, m = L.simplex ? d * (info.order - 1) : d * info.order - 1;
+  L.degree = m;
+  if (L.simplex) {
+    // Multi-indices α, |α| = m, over d + 1 barycentric coordinates.
+    std::vector<std::array<int, 4>> alpha;
+    std::array<int, 4> a{0, 0, 0, 0};
+    auto rec = [&](auto&& self, int k, int left) -> void {
+      if (k == d) {
+        a[d] = left;
+        alpha.push_back(a);
+        return;
+      }
+      for (int i = left; i >= 0; --i) {
+        a[k] = i;
+        self(self, k + 1, left - i);
+      }
+    };
+    rec(rec, 0, m);
+    L.size = static_cast<int>(alpha.size());
+    for (const auto& al : alpha) {
+      std::array<double, 4> w{0, 0, 0, 0};
+      for (int v = 0; v <= d; ++v) w[v] = m == 0 ? 1.0 / (d + 1) : static_cast<double>(al[v]) / m;
+      L.weights.push_back(w);
+    }
+    std::vector<double> A(static_cast<std::size_t>(L.size) * L.size);
+    for (int i = 0; i < L.size; ++i)
+      for (int j = 0; j < L.size; ++j) {
+        double b = 1;  // m! / Π α_j! · Π λ^α_j
+        int left = m;
+        for (int v = 0; v <= d; ++v) {
+          b *= binomial(left, alpha[j][v]) * std::pow(L.weights[i][v], alpha[j][v]);
+          left -= alpha[j][v];
+        }
+        A[i * L.size + j] = b;
+      }
+    L.to_bernstein = inverse(std::move(A), L.size);
+  } else {
+    const int k = m + 1;
+    L.size = 1;
+    for (int i = 0; i < d; ++i) L.size *= k;
+    for (int i = 0; i < L.size; ++i) {
+      std::array<double, 4> w{0, 0, 0, 0};
+      for (int a = 0, r = i; a < d; ++a, r /= k) w[a] = static_cast<double>(r % k) / m;
+      L.weights.push_back(w);
+    }
+    std::vector<double> A(static_cast<std::size_t>(k) * k);
+    for (int i = 0; i < k; ++i)
+      for (int j = 0; j < k; ++j) {
+        const double t = static_cast<double>(i) / m;
+        A[i * k + j] = binomial(m, j) * std::pow(t, j) * std::pow(1 - t, m - j);
+      }
+    L.to_bernstein = inverse(std::move(A), k);
+  }
+  const Part root = reference_part(type);
+  for (const auto& w : L.weights) {
+    std::vector<double> g;
+    gradients(type, point_in(L, root, w).data(), g);
+    L.gradients.push_back(std::move(g));
+  }
+  return L;
+}
+
+const Lattice& lattice(CellType type) {
+  static const auto table = [] {
+    std::array<Lattice, kNumTypes> t;
+    for (int k = 1; k < kNumTypes; ++k) t[k] = make_lattice(static_cast<CellType>(k));
+    return t;
+  }();
+  return table[static_cast<std::size_t>(type)];
+}
+
+// Bernstein coefficients of the polynomial with values `s` at the lattice.
+void bernstein(const Lattice& L, const std::vector<double>& s, std::vector<double>& b) {
+  const int n = L.size;
+  b.assign(n, 0.0);
+  if (L.simplex) {
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) b[i] += L.to_bernstein[i * n + j] * s[j];
+    return;
+  }
+  // Boxes: the 1D map along each axis in turn (a tensor product).
+  const int k = L.degree + 1;
+  b = s;
+  std::vector<double> line(k);
+  for (int a = 0, stride = 1; a < L.dim; ++a, stride *= k)
+    for (int i = 0; i < n; ++i) {
+      if ((i / stride) % k != 0) continue;  // i: the first point of a line along axis a
+      for (int r = 0; r < k; ++r) {
+        line[r] = 0;
+        for (int c = 0; c < k; ++c) line[r] += L.to_bernstein[r * k + c] * b[i + c * stride];
+      }
+      for (int r = 0; r < k; ++r) b[i + r * stride] = line[r];
+    }
+}
+
+std::vector<Part> children(const Lattice& L, const Part& p) {
+  std::vector<Part> out;
+  auto mid = [](const std::array<double, 3>& a, const std::array<double, 3>& b) {
+    return std::array<double, 3>{(a[0] + b[0]) / 2, (a[1] + b[1]) / 2, (a[2] + b[2]) / 2};
+  };
+  if (!L.simplex) {
+    for (int c = 0; c < (1 << L.dim); ++c) {
+      Part q = p;
+      for (int a = 0; a < L.dim; ++a) {
+        const double m = (p[0][a] + p[1][a]) / 2;
+        (c >> a & 1 ? q[0][a] : q[1][a]) = m;  // bit a of c: the upper or the lower half along axis a
+      }
+      out.push_back(q);
+    }
+    return out;
+  }
+  const auto& x = p;
+  if (L.dim == 1) {
+    const auto m = mid(x[0], x[1]);
+    out.push_back({x[0], m});
+    out.push_back({m, x[1]});
+  } else if (L.dim == 2) {
+    const auto m01 = mid(x[0], x[1]), m12 = mid(x[1], x[2]), m02 = mid(x[0], x[2]);
+    out.push_back({x[0], m01, m02});
+    out.push_back({m01, x[1], m12});
+    out.push_back({m02, m12, x[2]});
+    out.push_back({m01, m12, m02});
+  } else {  // Bey's red refinement: four corner tetrahedra and the octahedron cut along m02-m13
+    const auto m01 = mid(x[0], x[1]), m02 = mid(x[0], x[2]), m03 = mid(x[0], x[3]), m12 = mid(x[1], x[2]),
+               m13 = mid(x[1], x[3]), m23 = mid(x[2], x[3]);
+    out.push_back({x[0], m01, m02, m03});
+    out.push_back({m01, x[1], m12, m13});
+    out.push_back({m02, m12, x[2], m23});
+    out.push_back({m03, m13, m23, x[3]});
+    out.push_back({m01, m02, m03, m13});
+    out.push_back({m01, m02, m12, m13});
+    out.push_back({m02, m03, m13, m23});
+    out.push_back({m02, m12, m13, m23});
+  }
+  return out;
+}
+
+// Classifies cells of one mesh, reusing its buffers.
+class Classifier {
+ public:
+  Classifier(const Mesh& mesh, const CheckOptions& o) : mesh_(mesh), o_(o) {}
+
+  Orientation operator()(index_t c) {
+    const int tdim = mesh_.tdim(), gdim = mesh_.gdim();
+    const double tol = o_.degenerate_tolerance * std::pow(diameter(mesh_, c), tdim);
+    if (tdim < gdim) {  // cells in a higher-dimensional space: an unsigned measure, only its size
+      for (double d : corner_determinants(mesh_, c))
+        if (d <= tol) return Orientation::degenerate;
+      return Orientation::positive;
+    }
+    const CellType type = mesh_.cell_type();
+    const Lattice& L = lattice(type);
+    const auto nodes = mesh_.cell(c);
+    const int n = mesh_.nodes_per_cell();
+    X_.resize(static_cast<std::size_t>(n) * gdim);
+    for (int k = 0; k < n; ++k)
+      for (int d = 0; d < gdim; ++d) X_[k * gdim + d] = mesh_.node(nodes[k])[d];
+    double smin = INFINITY, smax = -INFINITY, min_abs = INFINITY;
+    parts_.assign(1, {reference_part(type), 0});
+    int processed = 0;
+    while (!parts_.empty()) {
+      const auto [part, depth] = parts_.back();
+      parts_.pop_back();
+      values_.resize(L.size);
+      for (int i = 0; i < L.size; ++i) {
+        if (processed == 0) {
+          values_[i] = det_at(L.gradients[i]);
+        } else {
+          gradients(type, point_in(L, part, L.weights[i]).data(), grad_);
+          values_[i] = det_at(grad_);
+        }
+        smin = std::min(smin, values_[i]);
+        smax = std::max(smax, values_[i]);
+        min_abs = std::min(min_abs, std::abs(values_[i]));
+      }
+      ++processed;
+      if (smin < -tol && smax > tol) return Orientation::tangled;
+      bernstein(L, values_, coef_);
+      const auto [bmin, bmax] = std::minmax_element(coef_.begin(), coef_.end());
+      if (*bmin > tol || *bmax < -tol) continue;  // one sign on the whole part, away from zero
+      if (depth == kMaxDepth || processed + static_cast<int>(parts_.size()) >= kMaxParts) continue;
+      for (const Part& child : children(L, part)) parts_.push_back({child, depth + 1});
+    }
+    if (min_abs <= tol) return Orientation::degenerate;
+    return smax < 0 ? Orientation::inverted : Orientation::positive;
+  }
+
+ private:
+  double det_at(const std::vector<double>& g) const {
+    const int tdim = mesh_.tdim(), gdim = mesh_.gdim(), n = mesh_.nodes_per_cell();
+    double J[9] = {};
+    for (int k = 0; k < n; ++k)
+      for (int d = 0; d < gdim; ++d)
+        for (int a = 0; a < tdim; ++a) J[d * tdim + a] += X_[k * gdim + d] * g[k * tdim + a];
+    return determinant(J, gdim, tdim);
+  }
+
+  const Mesh& mesh_;
+  const CheckOptions& o_;
+  std::vector<double> X_, values_, coef_, grad_;
+  std::vector<std::pair<Part, int>> parts_;
+};
 
 // Vertex permutations that flip the orientation.
 std::vector<int> mirror_vertices(CellType type) {
@@ -336,12 +621,15 @@ std::span<const int> mirror_order(CellType type) {
 
 CheckReport check(const Mesh& mesh, const CheckOptions& o) {
   CheckReport r;
-  if (mesh.tdim() > 0)
+  if (mesh.tdim() > 0) {
+    Classifier classify(mesh, o);
     for (index_t c = 0; c < mesh.num_cells(); ++c) {
-      const auto k = classify(mesh, c, o);
+      const auto k = classify(c);
       if (k == Orientation::inverted) r.inverted.push_back(c);
       if (k == Orientation::degenerate) r.degenerate.push_back(c);
+      if (k == Orientation::tangled) r.tangled.push_back(c);
     }
+  }
   find_duplicates(mesh, o, r);
   std::vector<std::uint8_t> used(mesh.num_nodes(), 0);
   for (index_t v : mesh.cells()) used[v] = 1;
@@ -361,6 +649,7 @@ std::string CheckReport::summary() const {
   };
   line("inverted cells", inverted.size(), first_few(inverted, idx));
   line("degenerate cells", degenerate.size(), first_few(degenerate, idx));
+  line("tangled cells", tangled.size(), first_few(tangled, idx));
   line("duplicate nodes", duplicate_nodes.size(),
        first_few(duplicate_nodes, [](auto p) { return fmt::format("{}={}", p.first, p.second); }));
   line("unreferenced nodes", unreferenced_nodes.size(), first_few(unreferenced_nodes, idx));
@@ -378,8 +667,11 @@ Mesh reorient(const Mesh& mesh, const CheckOptions& o) {
   const auto order = mirror_order(mesh.cell_type());
   const int n = mesh.nodes_per_cell();
   std::vector<index_t> tmp(n);
+  // Only cells inverted everywhere: mirroring a tangled cell (det J of both signs) or a
+  // degenerate one cannot make it valid, so they stay as they are for check() to report.
+  Classifier classify(mesh, o);
   for (index_t c = 0; c < mesh.num_cells(); ++c) {
-    if (classify(mesh, c, o) != Orientation::inverted) continue;
+    if (classify(c) != Orientation::inverted) continue;
     const auto v = mesh.cell(c);
     for (int k = 0; k < n; ++k) tmp[k] = v[order[k]];
     std::copy(tmp.begin(), tmp.end(), d.cells.begin() + static_cast<std::size_t>(c) * n);

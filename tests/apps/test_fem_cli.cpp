@@ -72,7 +72,7 @@ TEST(FemInfo, JsonOnStandardOutputForGeneratedMeshes) {
     }
     const auto& ck = j["check"];
     EXPECT_EQ(ck["ok"], true);
-    for (const char* k : {"inverted", "degenerate", "duplicate_nodes", "unreferenced_nodes",
+    for (const char* k : {"inverted", "degenerate", "tangled", "duplicate_nodes", "unreferenced_nodes",
                           "untagged_boundary_facets", "tagged_interior_facets"})
       EXPECT_EQ(ck[k], 0) << k;
     EXPECT_GT(j["bytes"].get<long>(), c.nodes * static_cast<long>(sizeof(double)) * tdim);

@@ -1,11 +1,15 @@
-// Mesh checks: clean generated meshes (first and second order), injected inverted, degenerate,
-// duplicate and unreferenced nodes, tagged interior and untagged boundary facets; reorient().
+// Mesh checks: clean generated meshes (first and second order), injected inverted, degenerate
+// and tangled cells (second-order cells folded by their edge nodes, also where every node and
+// corner looks fine), duplicate and unreferenced nodes, tagged interior and untagged boundary
+// facets; reorient(), which flips inverted cells and leaves tangled ones alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "fem/mesh/check.hpp"
+#include "fem/mesh/read.hpp"
 #include "fem/reference_cell.hpp"
 #include "test_check_util.hpp"
 
@@ -146,19 +150,137 @@ TEST(Check, MirrorOrderIsAnInvolutivePermutationForEveryType) {
   }
 }
 
-TEST(Check, CollapsedAndTangledCellsAreDegenerate) {
+TEST(Check, CollapsedCellIsDegenerateAndBowTieQuadIsTangled) {
   const fem::Mesh good = fm::unit_square(CellType::tri3, 3);
   fem::Mesh::Data d = good.data();
   d.cells[3 * 4 + 2] = d.cells[3 * 4 + 1];  // cell 4 has a repeated vertex: zero area
   auto r = fm::check(fem::Mesh(d));
   EXPECT_EQ(r.degenerate, std::vector<index_t>{4});
   EXPECT_TRUE(r.inverted.empty());
+  EXPECT_TRUE(r.tangled.empty());
 
   fem::Mesh::Data q = fm::unit_square(CellType::quad4, 2).data();
   std::swap(q.cells[0 * 4 + 2], q.cells[0 * 4 + 3]);  // bow-tie quad: determinant changes sign
   r = fm::check(fem::Mesh(q));
-  EXPECT_EQ(r.degenerate, std::vector<index_t>{0});
+  EXPECT_EQ(r.tangled, std::vector<index_t>{0});
+  EXPECT_TRUE(r.degenerate.empty());
   EXPECT_TRUE(r.inverted.empty());
+  EXPECT_FALSE(r.ok());
+}
+
+// A copy of m in which cell c alone has its node `local` moved to x (a new node: the cells
+// sharing the old node keep it).
+fem::Mesh move_cell_node(const fem::Mesh& m, index_t c, int local, const std::array<double, 3>& x) {
+  fem::Mesh::Data d = m.data();
+  const index_t fresh = m.num_nodes();
+  for (int k = 0; k < m.gdim(); ++k) d.coords.push_back(x[k]);
+  d.cells[static_cast<std::size_t>(c) * m.nodes_per_cell() + local] = fresh;
+  return fem::Mesh(std::move(d));
+}
+
+std::array<double, 3> node_of(const fem::Mesh& m, index_t c, int local) {
+  std::array<double, 3> x{0, 0, 0};
+  for (int k = 0; k < m.gdim(); ++k) x[k] = m.node(m.cell(c)[local])[k];
+  return x;
+}
+
+TEST(Check, SecondOrderCellFoldedByAnEdgeNodePushedAcrossItIsTangled) {
+  // The node of the cell's first edge pushed through the cell to beyond the opposite side
+  // (mirrored through the centroid of the vertices, twice as far): the vertices are those of a
+  // good cell, the map folds it. Not inverted (reorienting cannot fix it), not degenerate.
+  for (CellType t : {CellType::tri6, CellType::quad9, CellType::tet10, CellType::hex27}) {
+    SCOPED_TRACE(cell_info(t).name);
+    const fem::Mesh good = fem::test::small_mesh(t);
+    const index_t bad = good.num_cells() / 2;
+    const int nv = good.cell_info().num_vertices;
+    std::array<double, 3> centre{0, 0, 0}, x;
+    for (int v = 0; v < nv; ++v)
+      for (int k = 0; k < 3; ++k) centre[k] += node_of(good, bad, v)[k] / nv;
+    const auto mid = node_of(good, bad, nv);  // the node of local edge 0
+    for (int k = 0; k < 3; ++k) x[k] = centre[k] + 2 * (centre[k] - mid[k]);
+    const fem::Mesh m = move_cell_node(good, bad, nv, x);
+    const auto r = fm::check(m);
+    EXPECT_EQ(r.tangled, std::vector<index_t>{bad}) << r.summary();
+    EXPECT_TRUE(r.inverted.empty()) << r.summary();
+    EXPECT_TRUE(r.degenerate.empty()) << r.summary();
+    EXPECT_FALSE(r.ok());
+    EXPECT_NE(r.summary().find("tangled cells"), std::string::npos);
+  }
+}
+
+// One tri6 on the reference triangle with its three edge nodes at e3, e4, e5.
+fem::Mesh one_tri6(std::array<double, 2> e3, std::array<double, 2> e4, std::array<double, 2> e5) {
+  fem::Mesh::Data d;
+  d.gdim = 2;
+  d.cell_type = CellType::tri6;
+  d.coords = {0, 0, 1, 0, 0, 1, e3[0], e3[1], e4[0], e4[1], e5[0], e5[1]};
+  d.cells = {0, 1, 2, 3, 4, 5};
+  d.source = "one_tri6";
+  return fem::Mesh(std::move(d));
+}
+
+TEST(Check, Tri6FoldedBetweenItsNodesIsTangled) {
+  // det J is positive at the six nodes and the centroid (and so at every corner), but negative
+  // near vertex 0 between it and its edges' nodes, which were pulled back past the vertex: the
+  // Bernstein bound and its subdivision find the fold that samples at the nodes miss.
+  const fem::Mesh m = one_tri6({-0.1, -0.3}, {0.5, 0.5}, {-0.3, -0.1});
+  for (double d : fm::corner_determinants(m, 0)) EXPECT_GT(d, 0.1);
+  const auto r = fm::check(m);
+  EXPECT_EQ(r.tangled, std::vector<index_t>{0}) << r.summary();
+  EXPECT_TRUE(r.inverted.empty());
+  EXPECT_TRUE(r.degenerate.empty());
+}
+
+TEST(Check, StronglyCurvedValidTri6IsNotFlagged) {
+  // det J ≥ 0.89 everywhere, but one of its Bernstein coefficients is -0.98: the cell has to be
+  // subdivided to be certified, and must not be reported.
+  const fem::Mesh m = one_tri6({0.53, 0.32}, {1.03, 0.56}, {-0.19, 0.71});
+  const auto r = fm::check(m);
+  EXPECT_TRUE(r.ok()) << r.summary();
+  EXPECT_TRUE(r.tangled.empty());
+}
+
+TEST(Check, CurvedSampleMeshIsValid) {
+  // meshes/annulus_p2: Gmsh's second-order annulus, every boundary edge curved.
+  const auto r = fm::check(fm::read(FEM_MESHES_DIR "/annulus_p2_v41.msh"));
+  EXPECT_TRUE(r.ok()) << r.summary();
+  EXPECT_TRUE(r.tangled.empty()) << r.summary();
+}
+
+TEST(Check, ReorientFlipsInvertedCellsAndLeavesTangledOnesAlone) {
+  for (CellType t : {CellType::tri6, CellType::tet10, CellType::quad4}) {
+    SCOPED_TRACE(cell_info(t).name);
+    const fem::Mesh good = fem::test::small_mesh(t);
+    const index_t inverted = 1, tangled = good.num_cells() / 2;
+    fem::Mesh::Data d = good.data();
+    const int n = good.nodes_per_cell();
+    // cell `inverted`: its nodes in mirrored order
+    const auto order = fm::mirror_order(t);
+    for (int k = 0; k < n; ++k) d.cells[inverted * n + k] = good.cell(inverted)[order[k]];
+    // cell `tangled`: folded (an edge node through the cell; a bow tie for the quadrilateral)
+    if (t == CellType::quad4) {
+      std::swap(d.cells[tangled * n + 2], d.cells[tangled * n + 3]);
+    } else {
+      const int nv = good.cell_info().num_vertices;
+      std::array<double, 3> centre{0, 0, 0};
+      for (int v = 0; v < nv; ++v)
+        for (int k = 0; k < 3; ++k) centre[k] += node_of(good, tangled, v)[k] / nv;
+      const auto mid = node_of(good, tangled, nv);
+      for (int k = 0; k < d.gdim; ++k) d.coords.push_back(centre[k] + 2 * (centre[k] - mid[k]));
+      d.cells[tangled * n + nv] = good.num_nodes();
+    }
+    const fem::Mesh m(std::move(d));
+    const auto before = fm::check(m);
+    EXPECT_EQ(before.inverted, std::vector<index_t>{inverted}) << before.summary();
+    EXPECT_EQ(before.tangled, std::vector<index_t>{tangled}) << before.summary();
+    const fem::Mesh fixed = fm::reorient(m);
+    const auto after = fm::check(fixed);
+    EXPECT_TRUE(after.inverted.empty()) << after.summary();
+    EXPECT_EQ(after.tangled, std::vector<index_t>{tangled}) << after.summary();
+    // the tangled cell keeps its node order; the inverted one got the good cell's order back
+    EXPECT_TRUE(std::ranges::equal(fixed.cell(tangled), m.cell(tangled)));
+    EXPECT_TRUE(std::ranges::equal(fixed.cell(inverted), good.cell(inverted)));
+  }
 }
 
 TEST(Check, InjectedDuplicateAndUnreferencedNodesAreFound) {
@@ -270,7 +392,7 @@ TEST(Check, UntaggedBoundaryIsAWarningNotAnError) {
 TEST(Check, SummaryHasOneLinePerKindOfFinding) {
   const auto r = fm::check(swap_vertices(fm::unit_square(CellType::tri3, 2), 3));
   const std::string s = r.summary();
-  EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 8);
+  EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 9);
 }
 
 }  // namespace

@@ -84,8 +84,10 @@ inline constexpr bool constant_gradients = affine_geometry<G> && E::degree == 1;
 /// gradients (grad[i * dim + d] once when constant_gradients<E, G>, else per point), from the
 /// reference gradients of E (dphi, per point) and of G (dpsi, per point). NQ: the number of points
 /// when known at compile time (0: nq). Returns false, with `det` the offending determinant, when
-/// the cell is inverted or degenerate (det J ≤ 0 at a point): the caller reports it (the host
-/// throws, the device raises a flag), nothing is thrown here.
+/// det J ≤ 0 at a point (an inverted, degenerate or tangled cell): the caller reports it (the host
+/// throws, the device raises a flag and the host throws after the launch), nothing is thrown
+/// here. On non-affine cells det J is tested at every quadrature point; throw_inverted_cell
+/// (assemble.cpp) samples the cell again to say which of the three it is.
 template <class E, class G, int NQ>
 FEM_HD_INLINE bool cell_geometry(const double (&X)[G::n][E::dim], int nq_run, const double* w, const double* dphi_,
                                  const double* dpsi_, double* weight, double* grad, double& det) {
