@@ -80,9 +80,6 @@ void run_elasticity(const ElasticityOptions& o) {
   check_material(*mesh, o.poisson, "--nu", true);
   const assembly::Elasticity material{coefficient(*mesh, o.young, "--E", 1.0),
                                       coefficient(*mesh, o.poisson, "--nu", 0.3)};
-  if (o.fixed.empty() && o.dirichlet.empty())
-    throw Error("elasticity: give --fixed TAG or --dirichlet TAG=... on some boundary (without them rigid motions "
-                "are free and the problem is singular)");
   std::vector<assembly::Dirichlet> dirichlet;
   for (const auto& tag : o.fixed) dirichlet.push_back({facets(*mesh, "--fixed", tag), nullptr, -1});
   for (const auto& v : o.dirichlet) {
@@ -118,14 +115,17 @@ void run_elasticity(const ElasticityOptions& o) {
   for (const auto& n : tractions) assembler->vector_into(n, b);
   const auto bc = assembly::dirichlet_values(V, dirichlet);
   assembly::apply_dirichlet(bc, *pattern, values, b);
-  store.put("elasticity/A", CsrMatrix(pattern, std::move(values)));
+  // The constraints are checked against the rigid motions (not against which options were
+  // given): free ones with balanced loads are solved orthogonal to them, else an error naming them.
+  LinearSolveInfo info =
+      publish_system(store, "elasticity/A", *assembler, std::move(values), b, sopts, "elasticity");
   t.assemble = w.seconds();
 
   w = Stopwatch();
   const auto factor = solve::factorization(store, "elasticity/A", sopts);
   t.factorize = w.seconds();
   w = Stopwatch();
-  const std::vector<double> u = solve::solve(store, "elasticity/A", b, sopts);
+  const std::vector<double> u = solve_checked(store, "elasticity/A", b, sopts, info);
   t.solve = w.seconds();
 
   // Post-processing (stresses, errors) is timed with the assembly: it runs the same cell loops.
@@ -166,6 +166,7 @@ void run_elasticity(const ElasticityOptions& o) {
     nlohmann::json j = linear_run_json("elasticity", c, *mesh, V.num_dofs(), bc.dofs.size(), *factor, t, store);
     j["solution"] = range_json(magnitude);  // of |u| at the DOF nodes
     for (const auto& [lo, hi] : ranges) j["solution"]["components"].push_back({{"min", lo}, {"max", hi}});
+    add_solve_json(j, info);
     j["stress"] = {{"von_mises_min", mises_range["min"]}, {"von_mises_max", mises_range["max"]}};
     if (exact) j["error"] = {{"l2", err.l2}, {"h1", err.h1}};
     if (!c.output.empty()) j["output"] = c.output;
@@ -178,6 +179,7 @@ void run_elasticity(const ElasticityOptions& o) {
   fmt::print(out, "space       {} with {} dofs ({} constrained){}\n", V.name(), V.num_dofs(), bc.dofs.size(),
              dim == 2 ? ", plane strain" : "");
   print_solver(out, *factor);
+  print_null_space(out, info);
   const auto r = range_json(magnitude);
   fmt::print(out, "displacement max |u| {:.6g}", r["max"].get<double>());
   for (int k = 0; k < dim; ++k)
@@ -195,6 +197,7 @@ void add_elasticity(CLI::App& app) {
   auto* cmd = app.add_subcommand("elasticity", "linear elasticity (plane strain in 2D): displacement, von Mises stress");
   auto o = std::make_shared<ElasticityOptions>();
   add_common_options(*cmd, o->common);
+  add_compatibility_option(*cmd, o->common);
   cmd->add_option("--E", o->young,
                   "Young's modulus per cell tag: TAG=VALUE (TAG: physical name, number or 'all'; 'all' may be an "
                   "expression in x, y, z); default 1")

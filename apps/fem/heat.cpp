@@ -107,6 +107,7 @@ void run_heat(const HeatOptions& o) {
   const bool progress = !c.quiet && ::isatty(::fileno(stderr));
   std::vector<double> b(n), f(n);
   double solve_seconds = 0;
+  LinearSolveInfo info;  // M + dt K is nonsingular: the residuals only
   for (int step = 1; step <= o.steps; ++step) {
     const double time = step * o.dt;
     w = Stopwatch();
@@ -123,7 +124,7 @@ void run_heat(const HeatOptions& o) {
     t.assemble += w.seconds();
 
     w = Stopwatch();
-    u = solve::solve(store, "heat/A", b, sopts);
+    u = solve_checked(store, "heat/A", b, sopts, info);
     solve_seconds += w.seconds();
 
     if (step % every == 0 || step == o.steps) write_frame(time);
@@ -142,6 +143,7 @@ void run_heat(const HeatOptions& o) {
     nlohmann::json j = linear_run_json("heat", c, *mesh, V.num_dofs(), bc.dofs.size(), *factor, t, store);
     j["time"] = {{"dt", o.dt}, {"steps", o.steps}, {"final", o.steps * o.dt}};
     j["solution"] = range_json(u);
+    add_solve_json(j, info);
     if (series) {
       j["output"] = series->path().string();
       j["frames"] = series->steps().size();

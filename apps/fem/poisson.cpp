@@ -54,14 +54,15 @@ void run_poisson(const PoissonOptions& o) {
   for (const auto& n : neumann) assembler->vector_into(n, b);
   const auto bc = assembly::dirichlet_values(V, dirichlet);
   assembly::apply_dirichlet(bc, *pattern, values, b);
-  store.put("poisson/A", CsrMatrix(pattern, std::move(values)));
+  // Without a Dirichlet condition the constants are free: data checked, solution of zero mean.
+  LinearSolveInfo info = publish_system(store, "poisson/A", *assembler, std::move(values), b, sopts, "poisson");
   t.assemble = w.seconds();
 
   w = Stopwatch();
   const auto factor = solve::factorization(store, "poisson/A", sopts);
   t.factorize = w.seconds();
   w = Stopwatch();
-  const std::vector<double> u = solve::solve(store, "poisson/A", b, sopts);
+  const std::vector<double> u = solve_checked(store, "poisson/A", b, sopts, info);
   t.solve = w.seconds();
 
   assembly::Errors err;
@@ -84,6 +85,7 @@ void run_poisson(const PoissonOptions& o) {
   if (!c.json.empty()) {
     nlohmann::json j = linear_run_json("poisson", c, *mesh, V.num_dofs(), bc.dofs.size(), *factor, t, store);
     j["solution"] = range_json(u);
+    add_solve_json(j, info);
     if (exact) j["error"] = {{"l2", err.l2}, {"h1", err.h1}};
     if (!c.output.empty()) j["output"] = c.output;
     write_json(c.json, j);
@@ -94,6 +96,7 @@ void run_poisson(const PoissonOptions& o) {
              mesh->cell_info().name);
   fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), V.num_dofs(), bc.dofs.size());
   print_solver(out, *factor);
+  print_null_space(out, info);
   const auto r = range_json(u);
   fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", r["min"].get<double>(), r["max"].get<double>());
   if (exact) fmt::print(out, "error       L2 {:.6e}, H1 {:.6e}\n", err.l2, err.h1);
@@ -107,6 +110,7 @@ void add_poisson(CLI::App& app) {
   auto* cmd = app.add_subcommand("poisson", "solve -div(k grad u) = f with Dirichlet and Neumann conditions");
   auto o = std::make_shared<PoissonOptions>();
   add_common_options(*cmd, o->common);
+  add_compatibility_option(*cmd, o->common);
   cmd->add_option("--coefficient", o->coefficients,
                   "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'; 'all' may be an expression "
                   "in x, y, z); default 1")

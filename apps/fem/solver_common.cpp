@@ -273,6 +273,14 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
   cmd.add_flag("--quiet,-q", o.quiet, "print nothing but errors (and the JSON)");
 }
 
+void add_compatibility_option(CLI::App& cmd, CommonOptions& o) {
+  cmd.add_option("--compatibility-tolerance", o.compatibility_tolerance,
+                 "without constraints that stop every rigid motion (no Dirichlet condition): the largest relative "
+                 "defect of the data (e.g. |∫f + ∫g| / ∫|f| + ∫|g|) solved as compatible, with its part along the "
+                 "free motions removed (default 1e-6)")
+      ->check(CLI::Range(0.0, 1.0));
+}
+
 void apply_threads(const CommonOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
 }
@@ -286,12 +294,74 @@ solve::Options solve_options(const CommonOptions& o) {
   const std::map<std::string, R> orderings{
       {"auto", R::automatic}, {"amd", R::amd}, {"colamd", R::colamd}, {"metis", R::metis}, {"natural", R::natural}};
   s.backend = backends.at(o.solver);
+  s.compatibility_tolerance = o.compatibility_tolerance;
   s.ordering = orderings.at(o.ordering);
   if (!solve::available(s.backend))
     throw Error(fmt::format("--solver {}: not available in this build", o.solver));
   if (!solve::available(s.ordering))
     throw Error(fmt::format("--ordering {}: not available in this build", o.ordering));
   return s;
+}
+
+LinearSolveInfo publish_system(Store& store, const std::string& key, const assembly::Assembler& assembler,
+                               std::vector<double> values, std::span<const double> b,
+                               const solve::Options& options, const char* command) {
+  LinearSolveInfo info;
+  CsrMatrix A(assembler.pattern(), std::move(values));
+  info.null_space = assembly::null_space(assembler, A);
+  if (const auto& ns = info.null_space) {
+    info.compatibility_defect = ns->defect(b);
+    if (!(info.compatibility_defect <= options.compatibility_tolerance)) {
+      if (assembler.space().components() == 1) {
+        double sum = 0;  // Σ b_i = ∫f + ∫g: the basis functions sum to 1
+        for (double v : b) sum += v;
+        throw Error(fmt::format(
+            "{}: without a Dirichlet condition the problem has a solution only if the data balance (∫f + ∫g = "
+            "0), but ∫f + ∫g = {:.6g} (relative defect {:.3g} > --compatibility-tolerance {:.3g}): give "
+            "--dirichlet on some boundary, or a source and fluxes whose integrals cancel",
+            command, sum, info.compatibility_defect, options.compatibility_tolerance));
+      }
+      throw Error(fmt::format(
+          "{}: the constraints leave rigid motions free ({}) and the loads are not in equilibrium against them "
+          "(relative defect {:.3g} > --compatibility-tolerance {:.3g}): stop them with --fixed or --dirichlet, or "
+          "balance the loads",
+          command, ns->description(), info.compatibility_defect, options.compatibility_tolerance));
+    }
+  }
+  store.put(key, CsrMatrix(A.pattern_ptr(), std::move(A).release_values(), info.null_space));
+  return info;
+}
+
+std::vector<double> solve_checked(Store& store, const std::string& key, std::span<const double> b,
+                                  const solve::Options& options, LinearSolveInfo& info) {
+  std::vector<double> x(b.size());
+  const solve::SolveReport r = solve::solve(store, key, b, x, options);
+  if (!r)
+    throw NumericalError(fmt::format("solve '{}' failed ({}): {}", key, solve::to_string(r.status), r.reason));
+  info.relative_residual = std::max(info.relative_residual, r.residual);
+  info.refinement_steps = std::max(info.refinement_steps, r.refinement_steps);
+  return x;
+}
+
+void print_null_space(std::FILE* out, const LinearSolveInfo& info) {
+  if (!info.null_space) return;
+  const bool scalar = info.null_space->description() == "constant";
+  fmt::print(out, "null space  {} (no condition stops {}): data defect {:.2e}, solution {}\n",
+             info.null_space->description(), info.null_space->dimension() == 1 ? "it" : "them",
+             info.compatibility_defect,
+             scalar ? "normalized to zero mean" : "orthogonal to the free rigid motions (∫u·z = 0)");
+}
+
+void add_solve_json(nlohmann::json& j, const LinearSolveInfo& info) {
+  j["solve"] = {{"relative_residual", info.relative_residual}, {"refinement_steps", info.refinement_steps}};
+  auto& s = j["solution"];
+  if (!info.null_space) {
+    s["normalization"] = "none";
+    return;
+  }
+  s["normalization"] = info.null_space->description() == "constant" ? "zero_mean" : "orthogonal_to_rigid_motions";
+  s["null_space"] = info.null_space->names();
+  s["compatibility_defect"] = info.compatibility_defect;
 }
 
 std::string load_and_publish(const std::string& spec, Timings& t, Store& store) {

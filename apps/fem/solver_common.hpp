@@ -110,6 +110,7 @@ struct CommonOptions {
   int order = 1;
   std::string solver = "auto", ordering = "auto";
   int threads = 0;
+  double compatibility_tolerance = 1e-6;  ///< solve::Options::compatibility_tolerance
   std::string json;
   std::string output;
   std::string device = "cpu";  ///< cpu, cuda or debug-device (see MatrixAssembler)
@@ -119,6 +120,8 @@ struct CommonOptions {
   bool show_text() const { return !quiet; }
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order = true);
+/// --compatibility-tolerance, for the subcommands whose matrix may be singular (poisson, elasticity).
+void add_compatibility_option(CLI::App& cmd, CommonOptions& o);
 /// Applies --threads.
 void apply_threads(const CommonOptions& o);
 solve::Options solve_options(const CommonOptions& o);
@@ -149,6 +152,34 @@ class MatrixAssembler {
   std::shared_ptr<const assembly::Assembler> host_;
   std::shared_ptr<const assembly::DeviceAssembler> device_;
 };
+
+/// How a linear run's system was solved: its null space (nullptr: the Dirichlet conditions make
+/// it nonsingular), the data's compatibility defect, and the worst relative residual ‖b − Ax‖/‖b‖
+/// of its solves.
+struct LinearSolveInfo {
+  std::shared_ptr<const NullSpace> null_space;
+  double compatibility_defect = 0;
+  double relative_residual = 0;
+  int refinement_steps = 0;
+};
+
+/// Publish the system matrix (the pattern's Dirichlet-applied values) under `key`. When the
+/// conditions leave rigid-body modes free (the constants of a scalar problem without a Dirichlet
+/// condition, translations and rotations of an elastic body), the matrix carries its null space
+/// (assembly::null_space) and the data b must be compatible with it: otherwise a fem::Error in
+/// the problem's words (`command`: "poisson", "elasticity") naming the free modes and the defect.
+LinearSolveInfo publish_system(Store& store, const std::string& key, const assembly::Assembler& assembler,
+                               std::vector<double> values, std::span<const double> b,
+                               const solve::Options& options, const char* command);
+/// Solve with the cached factorization of `key`, recording the residual in `info`; a failed or
+/// refused solve (solve::Options::max_relative_residual) is a NumericalError naming key and backend.
+std::vector<double> solve_checked(Store& store, const std::string& key, std::span<const double> b,
+                                  const solve::Options& options, LinearSolveInfo& info);
+/// The "null space" line of the text summary (nothing for a nonsingular system).
+void print_null_space(std::FILE* out, const LinearSolveInfo& info);
+/// JSON: solution.{normalization, null_space, compatibility_defect} into `solution`, and the
+/// `solve` object {relative_residual, refinement_steps}.
+void add_solve_json(nlohmann::json& j, const LinearSolveInfo& info);
 
 /// Load the mesh (timed as read_mesh) and publish it under `mesh/<stem>`; returns the key.
 std::string load_and_publish(const std::string& spec, Timings& t, Store& store = fem::store());

@@ -128,4 +128,67 @@ std::vector<double> von_mises(std::span<const double> stress) {
   return out;
 }
 
+RigidBodyModes rigid_body_modes(const FunctionSpace& V) {
+  const DofMap& d = V.dofmap();
+  const int bs = V.components(), gdim = V.mesh().gdim();
+  const auto n = static_cast<std::size_t>(d.num_nodes);
+  RigidBodyModes modes;
+  if (bs == 1) {
+    modes.vectors.emplace_back(n, 1.0);
+    modes.names.emplace_back("constant");
+    return modes;
+  }
+  FEM_EXPECTS(bs == gdim, "rigid-body modes of the space {}: {} components in {}D", V.name(), bs, gdim);
+  const char* const axis = "xyz";
+  for (int k = 0; k < bs; ++k) {
+    std::vector<double> t(n * bs, 0.0);
+    for (std::size_t i = 0; i < n; ++i) t[i * bs + k] = 1.0;
+    modes.vectors.push_back(std::move(t));
+    modes.names.push_back(fmt::format("translation {}", axis[k]));
+  }
+  // Rotations about the centroid, which keeps them well conditioned against the translations.
+  double c[3] = {0, 0, 0};
+  for (std::size_t i = 0; i < n; ++i)
+    for (int k = 0; k < gdim; ++k) c[k] += d.coordinates[i * gdim + k] / static_cast<double>(n);
+  // Rotation about axis a: the velocity ω × (x - c) with ω = e_a.
+  auto rotation = [&](int a) {
+    std::vector<double> r(n * bs, 0.0);
+    const int p = (a + 1) % 3, q = (a + 2) % 3;  // the next two axes: (e_a × x)_p = -x_q, (e_a × x)_q = x_p
+    for (std::size_t i = 0; i < n; ++i) {
+      const double* x = &d.coordinates[i * gdim];
+      const double xp = p < gdim ? x[p] - c[p] : 0.0, xq = q < gdim ? x[q] - c[q] : 0.0;
+      if (p < bs) r[i * bs + p] = -xq;
+      if (q < bs) r[i * bs + q] = xp;
+    }
+    modes.vectors.push_back(std::move(r));
+    modes.names.push_back(fmt::format("rotation {}", axis[a]));
+  };
+  if (gdim == 2) {
+    rotation(2);
+  } else {
+    for (int a = 0; a < 3; ++a) rotation(a);
+  }
+  return modes;
+}
+
+std::shared_ptr<const NullSpace> null_space(const Assembler& assembler, const CsrMatrix& matrix) {
+  const FunctionSpace& V = assembler.space();
+  FEM_EXPECTS(matrix.rows() == V.num_dofs() && matrix.cols() == V.num_dofs(),
+              "null_space: a {} x {} matrix on the space {} of {} DOFs", matrix.rows(), matrix.cols(), V.name(),
+              V.num_dofs());
+  const RigidBodyModes modes = rigid_body_modes(V);
+  const auto found = find_null_space(matrix, modes.vectors, modes.names);
+  if (!found) return nullptr;
+  const CsrMatrix mass = assembler.matrix(Mass{});
+  std::vector<std::vector<double>> vectors, functionals;
+  for (int k = 0; k < found->dimension(); ++k) {
+    const auto z = found->vector(k);
+    vectors.emplace_back(z.begin(), z.end());
+    functionals.emplace_back(z.size());
+    mass.multiply(z, functionals.back());
+  }
+  return std::make_shared<const NullSpace>(matrix.rows(), std::move(vectors), found->names(),
+                                           std::move(functionals));
+}
+
 }  // namespace fem::assembly

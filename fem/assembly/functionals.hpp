@@ -3,10 +3,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "fem/assembly/assembler.hpp"
+#include "fem/null_space.hpp"
 
 namespace fem::assembly {
 
@@ -41,5 +44,23 @@ std::vector<double> cell_stress(const Assembler& assembler, std::span<const doub
 /// The von Mises stress of each 6-value stress of `stress` (as cell_stress gives them):
 /// sqrt(((σxx-σyy)² + (σyy-σzz)² + (σzz-σxx)²)/2 + 3(σxy² + σyz² + σxz²)).
 std::vector<double> von_mises(std::span<const double> stress);
+
+/// Motions that a form without constraints cannot resist, as candidates for fem::find_null_space:
+/// the constant ("constant") on a scalar space; on a space with one component per dimension the
+/// translations ("translation x", ...) and the rotations about the centroid of the DOF nodes
+/// ("rotation z" in 2D; "rotation x", "rotation y", "rotation z" in 3D).
+struct RigidBodyModes {
+  std::vector<std::vector<double>> vectors;
+  std::vector<std::string> names;
+};
+RigidBodyModes rigid_body_modes(const FunctionSpace& V);
+
+/// The null space of `matrix`, assembled on the assembler's space with its Dirichlet conditions
+/// applied, among the rigid-body modes: nullptr when the conditions stop them all. Its
+/// functionals are M z (M the space's mass matrix, assembled only when a mode is free), so the
+/// solve kernel returns the solution with ∫u·z = 0 for each free mode z (zero mean for a pure
+/// Neumann problem), and data it tolerates as compatible are corrected by a uniform source along
+/// the free modes.
+std::shared_ptr<const NullSpace> null_space(const Assembler& assembler, const CsrMatrix& matrix);
 
 }  // namespace fem::assembly

@@ -144,24 +144,64 @@ SolveReport solve_into(Store& store, const std::string& key, std::span<const dou
                        std::span<double> X, index_t nrhs, bool transpose,
                        const Options& options) {
   Cached c = cached(store, key, options);
-  SolveReport r = transpose ? c.factorization->solve_transpose(B, X, nrhs)
-                            : c.factorization->solve(B, X, nrhs);
+  const Factorization& f = *c.factorization;
+  // With a null space the data are judged with this call's tolerance (the cached factorization
+  // was made with another call's options) and corrected here; the residual is then that of the
+  // data the solution answers.
+  const auto n = static_cast<std::size_t>(c.matrix->rows());
+  std::vector<double> corrected;
+  std::span<const double> data = B;
+  double defect = -1;
+  if (const auto& ns = f.null_space(); ns && B.size() == n * static_cast<std::size_t>(nrhs)) {
+    corrected.assign(B.begin(), B.end());
+    for (index_t k = 0; k < nrhs; ++k) {
+      const std::span<double> column = std::span(corrected).subspan(k * n, n);
+      const double d = ns->defect(column);
+      defect = std::max(defect, d);
+      if (!(d <= std::max(options.compatibility_tolerance, detail::rounding_defect))) {
+        SolveReport r;
+        r.status = Status::incompatible;
+        r.compatibility_defect = d;
+        r.reason = fmt::format(
+            "{}: the matrix is singular (null space: {}) and the right-hand side{} is incompatible with it: "
+            "relative defect {:.3g} > tolerance {:.3g}",
+            to_string(f.backend()), ns->description(), nrhs > 1 ? fmt::format(" {}", k) : "", d,
+            options.compatibility_tolerance);
+        return r;
+      }
+      ns->make_compatible(column);
+    }
+    data = corrected;
+  }
+  SolveReport r = transpose ? f.solve_transpose(data, X, nrhs) : f.solve(data, X, nrhs);
   store.count("solve.solves");
   store.count("solve.rhs", nrhs);
+  if (defect >= 0) r.compatibility_defect = defect;
   if (!r) return r;
-  if (options.refinement_steps > 0 || options.compute_residual) {
-    const auto n = static_cast<std::size_t>(c.matrix->rows());
-    double worst = 0;
-    int steps = 0;
-    for (index_t k = 0; k < nrhs; ++k) {
-      SolveReport s = refine(*c.factorization, *c.matrix, B.subspan(k * n, n),
-                             X.subspan(k * n, n), options.refinement_steps, transpose);
-      if (!s) return s;
-      worst = std::max(worst, s.residual);
-      steps = std::max(steps, s.refinement_steps);
-    }
-    r.residual = worst;
-    r.refinement_steps = steps;
+  const double tolerance = options.max_relative_residual;
+  const bool check = std::isfinite(tolerance);
+  if (!check && options.refinement_steps == 0 && !options.compute_residual) return r;
+  double worst = 0;
+  int steps = 0;
+  for (index_t k = 0; k < nrhs; ++k) {
+    const auto b = data.subspan(k * n, n);
+    const auto x = X.subspan(k * n, n);
+    SolveReport s = refine(f, *c.matrix, b, x, options.refinement_steps, transpose);
+    if (s && check && !(s.residual <= tolerance) && options.refinement_steps == 0)
+      s = refine(f, *c.matrix, b, x, 3, transpose);  // an ill-conditioned matrix may still get there
+    if (!s) return s;
+    worst = std::max(worst, s.residual);
+    steps = std::max(steps, s.refinement_steps);
+  }
+  r.residual = worst;
+  r.refinement_steps = steps;
+  if (check && !(worst <= tolerance)) {
+    r.status = Status::inaccurate;
+    r.reason = fmt::format(
+        "{}: relative residual ‖b - Ax‖/‖b‖ = {:.3g} exceeds {:.3g}{}: the matrix is singular, or too "
+        "ill-conditioned for this solver",
+        to_string(f.backend()), worst, tolerance,
+        steps > 0 ? fmt::format(" after {} refinement step{}", steps, steps == 1 ? "" : "s") : "");
   }
   return r;
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <fmt/format.h>
 
 #ifdef FEM_SOLVE_HAVE_METIS
@@ -59,6 +60,9 @@ std::string_view to_string(Status status) noexcept {
     case Status::invalid_input: return "invalid_input";
     case Status::out_of_memory: return "out_of_memory";
     case Status::backend_error: return "backend_error";
+    case Status::incompatible: return "incompatible";
+    case Status::inaccurate: return "inaccurate";
+    case Status::too_large: return "too_large";
   }
   return "?";
 }
@@ -279,11 +283,30 @@ Result Factorization::factorize(const CsrMatrix& matrix) {
   }
   const bool refactor = factorized_;
   factorized_ = false;
+  null_space_.reset();
+  pinned_.clear();
   if (Result finite = detail::check_finite(matrix); !finite) {
     status_ = finite;
     return status_;
   }
-  status_ = do_factorize(matrix, refactor);
+  std::shared_ptr<const NullSpace> null_space = matrix.null_space();
+  if (!null_space && options_.detect_null_space) null_space = detail::constant_null_space(matrix);
+  if (null_space) {
+    // Factorize the matrix with one unknown per null vector pinned (same pattern, nonsingular).
+    std::optional<CsrMatrix> pinned;
+    status_ = detail::pin_null_space(matrix, *null_space, pinned_, pinned, /*declared=*/matrix.null_space() != nullptr);
+    if (status_.ok()) status_ = do_factorize(*pinned, refactor);
+    if (status_.ok()) {
+      null_space_ = std::move(null_space);
+      if (!matrix.null_space())
+        add_log(fmt::format("{}: the rows sum to zero: solved with the constant null space (zero sum)",
+                            to_string(backend())));
+    } else {
+      pinned_.clear();
+    }
+  } else {
+    status_ = do_factorize(matrix, refactor);
+  }
   ++counts_.factorizations;
   if (reused) ++counts_.refactorizations;
   factorized_ = status_.ok();
@@ -309,12 +332,43 @@ SolveReport Factorization::checked_solve(std::span<const double> B, std::span<do
     return r;
   }
   if (nrhs == 0 || n_ == 0) return {};
-  SolveReport r = do_solve(B, X, nrhs, transpose);
+  SolveReport r;
+  if (null_space_) {
+    // Compatible data (up to the tolerance) lose their component along the null space, the
+    // pinned unknowns are zero, and the solution is normalized: the same x for every backend.
+    const auto n = static_cast<std::size_t>(n_);
+    std::vector<double> C(B.begin(), B.end());
+    double worst = 0;
+    for (index_t k = 0; k < nrhs; ++k) {
+      const std::span<double> c(C.data() + k * n, n);
+      const double defect = null_space_->defect(c);
+      worst = std::max(worst, defect);
+      if (!(defect <= std::max(options_.compatibility_tolerance, detail::rounding_defect))) {
+        r.status = Status::incompatible;
+        r.reason = fmt::format(
+            "{}: the matrix is singular (null space: {}) and the right-hand side{} is incompatible with it: "
+            "relative defect {:.3g} > tolerance {:.3g}",
+            to_string(backend()), null_space_->description(), nrhs > 1 ? fmt::format(" {}", k) : "", defect,
+            options_.compatibility_tolerance);
+        r.compatibility_defect = defect;
+        return r;
+      }
+      null_space_->make_compatible(c);
+      for (index_t p : pinned_) c[static_cast<std::size_t>(p)] = 0.0;
+    }
+    r = do_solve(C, X, nrhs, transpose);
+    r.compatibility_defect = worst;
+    if (r.ok())
+      for (index_t k = 0; k < nrhs; ++k) null_space_->normalize(X.subspan(k * n, n));
+  } else {
+    r = do_solve(B, X, nrhs, transpose);
+  }
   if (r.ok()) {
     for (double v : X)
       if (!std::isfinite(v)) [[unlikely]] {
         r.status = Status::singular;
-        r.reason = "the solution has non-finite entries (matrix numerically singular)";
+        r.reason = fmt::format("{}: the solution has non-finite entries (matrix numerically singular)",
+                               to_string(backend()));
         break;
       }
   }

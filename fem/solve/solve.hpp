@@ -13,6 +13,7 @@
 
 #include <fem/csr.hpp>
 #include <fem/error.hpp>
+#include <fem/null_space.hpp>
 #include <fem/store.hpp>
 
 namespace fem::solve {
@@ -34,8 +35,24 @@ struct Options {
   Ordering ordering = Ordering::automatic;
   /// Iterative refinement steps of the store-based solves (0: none).
   int refinement_steps = 0;
-  /// Store-based solves: compute the relative residual ‖b − Ax‖/‖b‖ into the report.
+  /// Store-based solves: compute the relative residual ‖b − Ax‖/‖b‖ into the report even when
+  /// max_relative_residual does not ask for it.
   bool compute_residual = false;
+  /// Store-based solves check every solution: a relative residual ‖b − Ax‖/‖b‖ above this (after
+  /// up to 3 steps of iterative refinement, when none were asked for) or a non-finite entry is
+  /// refused (Status::inaccurate, a NumericalError naming the key and backend): a backend that
+  /// "succeeds" on a singular or indefinite matrix never hands back its result. Costs one
+  /// matrix-vector product per right-hand side. Infinity: no check.
+  double max_relative_residual = 1e-6;
+  /// A symmetric matrix without a declared null space whose rows all sum to zero (a pure Neumann
+  /// problem) is given the constant null space: solved with the discrete mean Σx_i = 0, data
+  /// whose sum does not vanish refused. false: factorized as it is (and found singular).
+  bool detect_null_space = true;
+  /// Singular matrices with a null space: data whose defect (NullSpace::defect) exceeds this are
+  /// refused (Status::incompatible); below it, their component along the null space is removed
+  /// (NullSpace::make_compatible) before solving. Large enough for the quadrature error of
+  /// compatible smooth data on moderate meshes; 0 accepts rounding only.
+  double compatibility_tolerance = 1e-6;
   /// UMFPACK/KLU partial pivoting tolerance (0 < tol ≤ 1; 1 = strict partial pivoting).
   double pivot_tolerance = 0.1;
 };
@@ -51,6 +68,9 @@ enum class Status {
   invalid_input,          ///< e.g. an unsymmetric matrix given to a symmetric backend
   out_of_memory,
   backend_error,
+  incompatible,           ///< b is not in the range of a singular matrix (data vs its null space)
+  inaccurate,             ///< the relative residual exceeds Options::max_relative_residual
+  too_large,              ///< the predicted factor does not fit in the memory available
 };
 std::string_view to_string(Status status) noexcept;
 
@@ -69,6 +89,8 @@ struct SolveReport {
   std::string reason;
   int refinement_steps = 0;  ///< steps performed
   double residual = -1.0;    ///< ‖b − Ax‖/‖b‖ (max over columns); -1 when not computed
+  /// With a null space: NullSpace::defect of the data (max over columns); -1 without one.
+  double compatibility_defect = -1.0;
   bool ok() const noexcept { return status == Status::success; }
   explicit operator bool() const noexcept { return ok(); }
 };
@@ -113,6 +135,9 @@ class Factorization {
   void use_symbolic(std::shared_ptr<const Symbolic> symbolic);
   /// Numeric factorization; analyzes first unless the pattern was analyzed already, so calling
   /// it again with new values on the same pattern refactorizes without symbolic work.
+  /// A matrix with a null space (declared, or the constants detected, see Options) is factorized
+  /// with one unknown per null vector pinned to zero (a nonsingular matrix of the same pattern);
+  /// its solves then refuse incompatible data and return the normalized solution.
   Result factorize(const CsrMatrix& matrix);
   /// analyze + factorize.
   Result compute(const CsrMatrix& matrix);
@@ -135,6 +160,10 @@ class Factorization {
   /// The ordering actually used.
   Ordering ordering() const noexcept;
   const std::shared_ptr<const Symbolic>& symbolic() const noexcept { return symbolic_; }
+  /// The null space the last factorize() solved with (declared or detected), or nullptr.
+  const std::shared_ptr<const NullSpace>& null_space() const noexcept { return null_space_; }
+  /// The unknowns pinned to zero to factorize a singular matrix (empty without a null space).
+  const std::vector<index_t>& pinned() const noexcept { return pinned_; }
   const PhaseCounts& counts() const noexcept { return counts_; }
   /// Decisions worth knowing (fallbacks, ordering choice).
   const std::vector<std::string>& log() const noexcept { return log_; }
@@ -155,6 +184,8 @@ class Factorization {
                             bool transpose) const;
   Options options_;
   std::shared_ptr<const Symbolic> symbolic_;
+  std::shared_ptr<const NullSpace> null_space_;
+  std::vector<index_t> pinned_;
   Result status_{Status::not_analyzed, "not analyzed", -1, -1};
   bool factorized_ = false;
   index_t n_ = 0;

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "fem/error.hpp"
+#include "fem/null_space.hpp"
 
 namespace fem {
 namespace {
@@ -130,11 +131,15 @@ std::size_t CsrPattern::bytes() const noexcept {
   return sizeof(*this) + (row_offsets_.capacity() + col_indices_.capacity()) * sizeof(index_t);
 }
 
-CsrMatrix::CsrMatrix(std::shared_ptr<const CsrPattern> pattern, std::vector<double> values)
-    : pattern_(std::move(pattern)), values_(std::move(values)) {
+CsrMatrix::CsrMatrix(std::shared_ptr<const CsrPattern> pattern, std::vector<double> values,
+                     std::shared_ptr<const NullSpace> null_space)
+    : pattern_(std::move(pattern)), values_(std::move(values)), null_space_(std::move(null_space)) {
   FEM_EXPECTS(pattern_ != nullptr, "CSR matrix needs a pattern");
   FEM_EXPECTS(values_.size() == pattern_->nnz(), "CSR matrix: pattern has {} nonzeros but {} values were given",
               pattern_->nnz(), values_.size());
+  FEM_EXPECTS(!null_space_ || null_space_->size() == pattern_->rows(),
+              "CSR matrix with {} rows: its null space has vectors of {} entries", pattern_->rows(),
+              null_space_->size());
 }
 
 void CsrMatrix::multiply(std::span<const double> x, std::span<double> y) const {
@@ -167,7 +172,8 @@ double CsrMatrix::operator()(index_t row, index_t col) const noexcept {
 }
 
 std::size_t CsrMatrix::bytes() const noexcept {
-  return sizeof(*this) + values_.capacity() * sizeof(double) + pattern_->bytes();
+  return sizeof(*this) + values_.capacity() * sizeof(double) + pattern_->bytes() +
+         (null_space_ ? null_space_->bytes() : 0);
 }
 
 }  // namespace fem

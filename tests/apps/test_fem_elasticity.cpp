@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numbers>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -177,6 +178,40 @@ TEST(FemElasticity, JsonHoldsTheContract) {
   EXPECT_GE(number(j["solution"]["max"]), -number(j["solution"]["components"][1]["min"]));  // |u| ≥ |u_y|
   EXPECT_GT(number(j["stress"]["von_mises_max"]), number(j["stress"]["von_mises_min"]));
   EXPECT_FALSE(j.contains("error"));
+  fs::remove_all(dir);
+}
+
+// The constraints are checked against the rigid motions, not against which options were given:
+// free motions with loads that push along them are named in a one-line error; with equilibrated
+// loads the body is solved orthogonal to them.
+TEST(FemElasticity, FreeRigidMotionsAreNamedOrSolvedOrthogonally) {
+  const auto dir = temp_dir();
+  auto r = fem_run("elasticity gen:square-tri3:6 --traction right=1,0", dir);
+  for (const char* mode : {"translation x", "translation y", "rotation z"}) expect_one_line_naming(r, mode);
+  // Rollers on the left stop x and the rotation; the load along y finds translation y free.
+  r = fem_run("elasticity gen:square-tri3:6 --dirichlet left=0,free --traction right=1,0.5", dir);
+  expect_one_line_naming(r, "translation y");
+  EXPECT_EQ(r.err.find("translation x"), std::string::npos) << r.err;
+  // Rollers on the left and bottom stop everything: solved as usual.
+  auto j = run_json("elasticity gen:square-tri3:6 --dirichlet left=0,free --dirichlet bottom=free,0 "
+                    "--traction right=1,0",
+                    dir);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["solution"]["normalization"], "none");
+  // Uniaxial tension with nothing fixed: the uniform stress, and the motion-free displacement.
+  j = run_json("elasticity gen:square-tri3:6 --traction left=-1,0 --traction right=1,0", dir);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_EQ(j["solution"]["normalization"], "orthogonal_to_rigid_motions");
+  EXPECT_EQ(j["solution"]["null_space"].size(), 3u);
+  EXPECT_NEAR(number(j["stress"]["von_mises_min"]), number(j["stress"]["von_mises_max"]), 1e-10);
+  // Centred: ux ranges symmetrically about 0.
+  EXPECT_NEAR(number(j["solution"]["components"][0]["min"]), -number(j["solution"]["components"][0]["max"]), 1e-12);
+  // 3D rollers on x = 0 leave y, z and the rotation about x; a load along x is in equilibrium.
+  j = run_json("elasticity gen:cube-tet4:3 --dirichlet left=0,free,free --traction right=1,0,0", dir);
+  ASSERT_FALSE(j.is_null());
+  std::set<std::string> names;
+  for (const auto& n : j["solution"]["null_space"]) names.insert(n.get<std::string>());
+  EXPECT_EQ(names, (std::set<std::string>{"translation y", "translation z", "rotation x"}));
   fs::remove_all(dir);
 }
 

@@ -273,6 +273,57 @@ TEST(FemNonlinear, QuasilinearReproducesALinearSolution) {
   fs::remove_all(dir);
 }
 
+// A scalar problem without a Dirichlet condition is singular (the constants): compatible data
+// give the zero-mean solution, the same on every backend; incompatible ones a one-line error.
+TEST(FemPoisson, PureNeumannIsSolvedWithZeroMeanOrRefused) {
+  const auto dir = temp_dir();
+  nlohmann::json first;
+  for (const char* solver : {"cholmod", "umfpack", "klu", "ldlt", "lu"}) {
+    const auto j = run_json(std::string("poisson gen:square-tri3:8 --neumann all=1 --source -4 --solver ") + solver,
+                            dir);
+    ASSERT_FALSE(j.is_null()) << solver;
+    EXPECT_EQ(j["solution"]["normalization"], "zero_mean");
+    EXPECT_EQ(j["solution"]["null_space"], nlohmann::json::array({"constant"}));
+    EXPECT_LT(j["solution"]["compatibility_defect"].get<double>(), 1e-12);
+    EXPECT_LT(j["solve"]["relative_residual"].get<double>(), 1e-10);
+    EXPECT_LT(j["solution"]["min"].get<double>(), 0.0);
+    EXPECT_GT(j["solution"]["max"].get<double>(), 0.0);
+    if (first.is_null()) first = j;
+    EXPECT_NEAR(j["solution"]["min"].get<double>(), first["solution"]["min"].get<double>(), 1e-10) << solver;
+    EXPECT_NEAR(j["solution"]["max"].get<double>(), first["solution"]["max"].get<double>(), 1e-10) << solver;
+  }
+  // The zero-mean solution converges: u = cos(πx)cos(πy) has zero mean and ∂u/∂n = 0.
+  const std::string exact = " --source '2*pi^2*cos(pi*x)*cos(pi*y)' --exact 'cos(pi*x)*cos(pi*y)'";
+  const auto coarse = run_json("poisson gen:square-tri3:16" + exact, dir),
+             fine = run_json("poisson gen:square-tri3:32" + exact, dir);
+  ASSERT_FALSE(coarse.is_null() || fine.is_null());
+  EXPECT_NEAR(std::log2(coarse["error"]["l2"].get<double>() / fine["error"]["l2"].get<double>()), 2.0, 0.2);
+  // No solution: ∫f + ∫g = 4.
+  const auto r = fem_run("poisson gen:square-tri3:8 --neumann all=1", dir);
+  expect_one_line_naming(r, "∫f + ∫g");
+  expect_one_line_naming(r, "--dirichlet");
+  // A small defect is refused by default and solved as compatible within a looser tolerance.
+  expect_one_line_naming(fem_run("poisson gen:square-tri3:8 --neumann all=1 --source -3.99", dir), "defect");
+  const auto loose = run_json("poisson gen:square-tri3:8 --neumann all=1 --source -3.99 --compatibility-tolerance 0.01",
+                              dir);
+  ASSERT_FALSE(loose.is_null());
+  EXPECT_GT(loose["solution"]["compatibility_defect"].get<double>(), 1e-4);
+  fs::remove_all(dir);
+}
+
+TEST(FemPoisson, JsonReportsTheRelativeResidual) {
+  const auto dir = temp_dir();
+  for (const std::string cmd : {poisson_quadratic(8, 1), std::string("heat gen:square-tri3:8 --dt 0.1 --steps 3 "
+                                                                     "--dirichlet all=1")}) {
+    const auto j = run_json(cmd, dir);
+    ASSERT_FALSE(j.is_null()) << cmd;
+    EXPECT_GE(j["solve"]["relative_residual"].get<double>(), 0.0) << cmd;
+    EXPECT_LT(j["solve"]["relative_residual"].get<double>(), 1e-12) << cmd;
+    EXPECT_EQ(j["solution"]["normalization"], "none") << cmd;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(FemSolvers, BadInputsAreOneLineErrors) {
   const auto dir = temp_dir();
   const fs::path mesh = fs::path(FEM_MESHES_DIR) / "plate_hole_v41.msh";

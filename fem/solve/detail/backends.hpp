@@ -4,6 +4,7 @@
 #include <fem/solve/solve.hpp>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace fem::solve::detail {
@@ -24,6 +25,20 @@ std::vector<int> metis_order(int n, const int* offsets, const int* indices);
 
 /// First NaN/Inf entry as a failed Result, or success.
 Result check_finite(const CsrMatrix& matrix);
+
+/// A compatibility defect this small is rounding (of Σ z_i b_i against Σ |z_i b_i|), accepted
+/// whatever the tolerance.
+inline constexpr double rounding_defect = 1e-10;
+
+/// The constant null space of a symmetric matrix whose every row sums to zero (relative to the
+/// row's size), else nullptr. O(nnz); most matrices leave at their first rows.
+std::shared_ptr<const NullSpace> constant_null_space(const CsrMatrix& matrix);
+
+/// `out` = `matrix` with one unknown per null vector pinned (its row and column zeroed but for
+/// the diagonal), those unknowns in `pinned`. A declared null space is checked first (symmetric
+/// matrix, A z ≈ 0): a failed Result otherwise.
+Result pin_null_space(const CsrMatrix& matrix, const NullSpace& null_space, std::vector<index_t>& pinned,
+                      std::optional<CsrMatrix>& out, bool declared);
 
 /// Account for live factor bytes (adds `delta`).
 void add_live_factor_bytes(std::int64_t delta) noexcept;

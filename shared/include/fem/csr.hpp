@@ -13,6 +13,8 @@
 
 namespace fem {
 
+class NullSpace;
+
 /// Index type of rows, columns and DOFs (CHOLMOD/UMFPACK/KLU's int interface).
 using index_t = std::int32_t;
 
@@ -68,8 +70,11 @@ class CsrPattern {
 
 class CsrMatrix {
  public:
-  /// Values must have pattern->nnz() entries.
-  CsrMatrix(std::shared_ptr<const CsrPattern> pattern, std::vector<double> values);
+  /// Values must have pattern->nnz() entries. `null_space`: of a singular matrix (the constants
+  /// of a pure Neumann problem, free rigid motions), so that the solve kernel can solve with it
+  /// (see fem/null_space.hpp); its size must be the number of rows.
+  CsrMatrix(std::shared_ptr<const CsrPattern> pattern, std::vector<double> values,
+            std::shared_ptr<const NullSpace> null_space = nullptr);
 
   const std::shared_ptr<const CsrPattern>& pattern_ptr() const noexcept { return pattern_; }
   const CsrPattern& pattern() const noexcept { return *pattern_; }
@@ -77,6 +82,8 @@ class CsrMatrix {
   index_t cols() const noexcept { return pattern_->cols(); }
   std::size_t nnz() const noexcept { return values_.size(); }
   std::span<const double> values() const noexcept { return values_; }
+  /// The declared null space, or nullptr (an invertible matrix, or nothing declared).
+  const std::shared_ptr<const NullSpace>& null_space() const noexcept { return null_space_; }
   /// Take the values back (e.g. to reuse the buffer for the next assembly).
   std::vector<double> release_values() && { return std::move(values_); }
 
@@ -92,6 +99,7 @@ class CsrMatrix {
  private:
   std::shared_ptr<const CsrPattern> pattern_;
   std::vector<double> values_;
+  std::shared_ptr<const NullSpace> null_space_;
 };
 
 }  // namespace fem

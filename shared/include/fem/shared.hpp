@@ -7,6 +7,7 @@
 #include "fem/error.hpp"
 #include "fem/lagrange.hpp"
 #include "fem/memory.hpp"
+#include "fem/null_space.hpp"
 #include "fem/mesh.hpp"
 #include "fem/reference_cell.hpp"
 #include "fem/store.hpp"

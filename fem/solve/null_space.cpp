@@ -1,0 +1,136 @@
+// Singular matrices with a null space: detecting the constants of a pure Neumann problem, and
+// pinning one unknown per null vector so that the same pattern factorizes.
+#include <fem/solve/detail/backends.hpp>
+#include <fem/solve/solve.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace fem::solve {
+
+namespace {
+
+double norm_inf(const CsrMatrix& a) {
+  const auto off = a.pattern().row_offsets();
+  const auto values = a.values();
+  double worst = 0;
+  for (index_t r = 0; r < a.rows(); ++r) {
+    double s = 0;
+    for (index_t p = off[r]; p < off[r + 1]; ++p) s += std::abs(values[static_cast<std::size_t>(p)]);
+    worst = std::max(worst, s);
+  }
+  return worst;
+}
+
+double norm2(std::span<const double> v) {
+  double s = 0;
+  for (double x : v) s += x * x;
+  return std::sqrt(s);
+}
+
+
+}  // namespace
+
+std::shared_ptr<const NullSpace> detail::constant_null_space(const CsrMatrix& matrix) {
+  const auto off = matrix.pattern().row_offsets();
+  const auto values = matrix.values();
+  const index_t n = matrix.rows();
+  if (n < 2) return nullptr;
+  bool nonzero = false;
+  for (index_t r = 0; r < n; ++r) {
+    double sum = 0, size = 0;
+    for (index_t p = off[r]; p < off[r + 1]; ++p) {
+      const double v = values[static_cast<std::size_t>(p)];
+      sum += v;
+      size += std::abs(v);
+    }
+    if (std::abs(sum) > 1e-10 * size) return nullptr;  // most matrices leave at their first rows
+    nonzero = nonzero || size > 0;
+  }
+  if (!nonzero || !is_symmetric(matrix)) return nullptr;
+  return std::make_shared<const NullSpace>(n, std::vector<std::vector<double>>{std::vector<double>(n, 1.0)},
+                                           std::vector<std::string>{"constant"});
+}
+
+Result detail::pin_null_space(const CsrMatrix& matrix, const NullSpace& null_space, std::vector<index_t>& pinned,
+                              std::optional<CsrMatrix>& out, bool declared) {
+  const CsrPattern& pattern = matrix.pattern();
+  const auto n = static_cast<std::size_t>(matrix.rows());
+  const int k = null_space.dimension();
+  pinned.clear();
+  if (null_space.size() != matrix.rows())
+    throw DimensionMismatch(fmt::format("a null space of size {} for a {} x {} matrix", null_space.size(),
+                                        matrix.rows(), matrix.cols()));
+  if (declared) {
+    if (!is_symmetric(matrix))
+      return {Status::invalid_input,
+              fmt::format("a null space ({}) is supported for symmetric matrices only", null_space.description()),
+              -1, -1};
+    // A declared null vector must be one: ‖A z‖ ≤ 1e-8 ‖A‖∞ ‖z‖.
+    const double scale = norm_inf(matrix);
+    std::vector<double> y(n);
+    for (int j = 0; j < k; ++j) {
+      const auto z = null_space.vector(j);
+      matrix.multiply(z, y);
+      const double ratio = norm2(y) / (scale * norm2(z));
+      if (!(ratio <= 1e-8))
+        return {Status::invalid_input,
+                fmt::format("the declared null vector '{}' is not in the null space of the matrix: "
+                            "‖Az‖ / (‖A‖ ‖z‖) = {:.3g}",
+                            null_space.name(j), ratio),
+                -1, -1};
+    }
+  }
+  // One unknown per null vector, by Gaussian elimination with partial pivoting over the rows of
+  // Z: the pinned rows of Z form a well-conditioned nonsingular k × k block, so no null vector
+  // survives pinning those unknowns to zero. Only unknowns with a stored diagonal qualify.
+  std::vector<double> Z(n * static_cast<std::size_t>(k));
+  for (int j = 0; j < k; ++j) std::copy_n(null_space.vector(j).begin(), n, Z.begin() + j * n);
+  std::vector<std::int64_t> diagonal(n);
+  for (std::size_t i = 0; i < n; ++i) diagonal[i] = pattern.find(static_cast<index_t>(i), static_cast<index_t>(i));
+  std::vector<char> taken(n, 0);
+  for (int j = 0; j < k; ++j) {
+    const double* zj = Z.data() + j * n;
+    std::size_t best = n;
+    double best_value = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      if (!taken[i] && diagonal[i] >= 0 && std::abs(zj[i]) > best_value) {
+        best_value = std::abs(zj[i]);
+        best = i;
+      }
+    if (best == n || best_value <= 1e-12 * norm2({zj, n}))
+      return {Status::invalid_input,
+              fmt::format("the null vector '{}' vanishes on every unknown with a stored diagonal: it cannot be "
+                          "pinned",
+                          null_space.name(j)),
+              -1, -1};
+    taken[best] = 1;
+    pinned.push_back(static_cast<index_t>(best));
+    for (int c = j + 1; c < k; ++c) {
+      double* zc = Z.data() + c * n;
+      const double f = zc[best] / zj[best];
+      for (std::size_t i = 0; i < n; ++i) zc[i] -= f * zj[i];
+    }
+  }
+  // The pinned rows and columns are zeroed but for their diagonal (kept, or 1 where it is 0).
+  std::vector<double> values(matrix.values().begin(), matrix.values().end());
+  const auto off = pattern.row_offsets();
+  const auto col = pattern.col_indices();
+  for (index_t p : pinned) {
+    for (index_t q = off[p]; q < off[p + 1]; ++q) {
+      const index_t c = col[q];
+      if (c == p) {
+        if (values[static_cast<std::size_t>(q)] == 0.0) values[static_cast<std::size_t>(q)] = 1.0;
+        continue;
+      }
+      values[static_cast<std::size_t>(q)] = 0.0;
+      const std::int64_t t = pattern.find(c, p);
+      if (t >= 0) values[static_cast<std::size_t>(t)] = 0.0;
+    }
+  }
+  out.emplace(matrix.pattern_ptr(), std::move(values));
+  return {};
+}
+
+}  // namespace fem::solve

@@ -1,0 +1,73 @@
+// The null space of a singular matrix, as PETSc's MatNullSpace: the constants of a pure Neumann
+// problem, the rigid motions of an unconstrained elastic body. Attached to a CsrMatrix, it tells
+// the solve kernel how to solve A x = b anyway: b must be compatible (orthogonal to the null
+// space, up to a tolerance), and x is the one solution that the normalization functionals
+// vanish on (e.g. zero mean).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fem/csr.hpp"
+
+namespace fem {
+
+class NullSpace {
+ public:
+  /// `vectors`: a basis Z of the null space (k linearly independent vectors of `size` entries,
+  /// not necessarily orthogonal) with one name each ("constant", "translation x", ...).
+  /// `functionals`: k vectors W fixing the free part of a solution, Wᵀx = 0, and the direction
+  /// in which incompatible data are corrected; empty: W = Z (Euclidean orthogonality). With W =
+  /// M Z, M the mass matrix, the solution has zero mean (∫u = 0) and the correction of the data
+  /// is a constant source. Checks sizes, finiteness and that WᵀZ is invertible.
+  NullSpace(index_t size, std::vector<std::vector<double>> vectors, std::vector<std::string> names,
+            std::vector<std::vector<double>> functionals = {});
+
+  index_t size() const noexcept { return n_; }
+  int dimension() const noexcept { return k_; }
+  std::span<const double> vector(int k) const noexcept;
+  std::span<const double> functional(int k) const noexcept;
+  const std::string& name(int k) const noexcept { return names_[static_cast<std::size_t>(k)]; }
+  const std::vector<std::string>& names() const noexcept { return names_; }
+  /// The names joined by ", ".
+  std::string description() const;
+
+  /// How far b is from the range of a symmetric A with this null space: the largest over the
+  /// null vectors z of |zᵀb| / Σ|z_i b_i|. 0 for compatible data (e.g. ∫f + ∫g = 0 for the
+  /// constants: every z_i = 1), 1 for data that all push along z; 0 for b = 0.
+  double defect(std::span<const double> b) const;
+  /// b -= W (ZᵀW)⁻¹ Zᵀ b: afterwards Zᵀb = 0 (up to rounding).
+  void make_compatible(std::span<double> b) const;
+  /// x -= Z (WᵀZ)⁻¹ Wᵀ x: afterwards Wᵀx = 0, the normalized solution.
+  void normalize(std::span<double> x) const;
+
+  std::size_t bytes() const noexcept;
+
+ private:
+  index_t n_ = 0;
+  int k_ = 0;
+  std::vector<double> z_, w_;  // n × k, column-major
+  std::vector<std::string> names_;
+  std::vector<double> wz_lu_;  // LU of the k × k matrix (WᵀZ)_{ij} = w_iᵀ z_j, partial pivoting
+  std::vector<int> wz_pivot_;
+  // Solve (WᵀZ) y = r (transpose: (ZᵀW) y = r) in place.
+  void solve_small(std::vector<double>& r, bool transpose) const;
+};
+
+/// The null space of A within the span of `candidates` (e.g. the constants, or the rigid motions
+/// from fem::assembly::rigid_body_modes), with their names: the combinations z of them with
+/// ‖A z‖ ≤ tolerance · ‖A‖∞ ‖z‖, from the small eigenproblem of (AZ)ᵀ(AZ) over an orthonormal
+/// basis of the candidates; nullptr when A is nonsingular on their span. The null vectors are
+/// given in reduced echelon form over the candidates, so a null space that some candidates span
+/// is reported as those candidates ("translation y"), and a combination by its terms ("rotation
+/// z + 0.5 translation x"). Costs one product with A per candidate.
+std::shared_ptr<const NullSpace> find_null_space(const CsrMatrix& matrix,
+                                                 const std::vector<std::vector<double>>& candidates,
+                                                 const std::vector<std::string>& names, double tolerance = 1e-9);
+
+}  // namespace fem
+
+FEM_TYPE_NAME(fem::NullSpace, "fem::NullSpace");
