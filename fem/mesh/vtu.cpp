@@ -13,6 +13,7 @@
 #include <map>
 #include <sstream>
 
+#include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
 
 namespace fem::mesh {
@@ -571,8 +572,8 @@ void write_vtu(const std::filesystem::path& file, const Mesh& mesh, std::span<co
       offset += a.blob.size();
     }
 
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) throw Error(fmt::format("cannot write '{}': {}", file.string(), std::strerror(errno)));
+  AtomicFile atomic(file);  // all or nothing: a failure leaves the previous file as it was
+  std::ostream& out = atomic.stream();
   out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" "
          "byte_order=\"LittleEndian\" "
          "header_type=\"UInt64\"";
@@ -603,8 +604,7 @@ void write_vtu(const std::filesystem::path& file, const Mesh& mesh, std::span<co
     out << "\n  </AppendedData>\n";
   }
   out << "</VTKFile>\n";
-  out.close();
-  if (!out) throw Error(fmt::format("cannot write '{}': {}", file.string(), std::strerror(errno)));
+  atomic.commit();
 }
 
 const VtuArray* VtuData::point_array(std::string_view name) const {
@@ -815,14 +815,14 @@ Mesh VtuData::to_mesh(int gdim) const {
 
 PvdWriter::PvdWriter(std::filesystem::path pvd, VtuOptions options)
     : pvd_(std::move(pvd)), options_(options) {
-  rewrite();
+  check_writable(pvd_);  // fail now, before the simulation, but leave a previous series alone
 }
 
 std::filesystem::path PvdWriter::write(double time, const Mesh& mesh, std::span<const Field> point_data,
                                        std::span<const Field> cell_data) {
   const std::string name = fmt::format("{}_{:06d}.vtu", pvd_.stem().string(), steps_.size());
   const std::filesystem::path file = pvd_.parent_path() / name;
-  write_vtu(file, mesh, point_data, cell_data, options_);
+  write_vtu(file, mesh, point_data, cell_data, options_);  // the frame first, then the .pvd naming it
   steps_.push_back({time, name});
   rewrite();
   return file;
@@ -840,24 +840,16 @@ void PvdWriter::add(double time, const std::filesystem::path& vtu) {
 }
 
 void PvdWriter::rewrite() const {
-  std::filesystem::path tmp = pvd_;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out) throw Error(fmt::format("cannot write '{}': {}", pvd_.string(), std::strerror(errno)));
-    out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" "
-           "byte_order=\"LittleEndian\">\n"
-           "  <Collection>\n";
-    for (const auto& s : steps_)
-      out << fmt::format("    <DataSet timestep=\"{}\" group=\"\" part=\"0\" file=\"{}\"/>\n", s.time,
-                         xml_escape(s.file));
-    out << "  </Collection>\n</VTKFile>\n";
-    out.close();
-    if (!out) throw Error(fmt::format("cannot write '{}': {}", pvd_.string(), std::strerror(errno)));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, pvd_, ec);
-  if (ec) throw Error(fmt::format("cannot write '{}': {}", pvd_.string(), ec.message()));
+  AtomicFile atomic(pvd_);
+  std::ostream& out = atomic.stream();
+  out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" "
+         "byte_order=\"LittleEndian\">\n"
+         "  <Collection>\n";
+  for (const auto& s : steps_)
+    out << fmt::format("    <DataSet timestep=\"{}\" group=\"\" part=\"0\" file=\"{}\"/>\n", s.time,
+                       xml_escape(s.file));
+  out << "  </Collection>\n</VTKFile>\n";
+  atomic.commit();
 }
 
 std::vector<PvdStep> read_pvd(const std::filesystem::path& pvd) {

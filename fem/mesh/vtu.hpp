@@ -46,7 +46,8 @@ std::span<const int> vtk_node_order(CellType type);
 /// Write `mesh` as a VTK XML unstructured grid. Points are written with 3 coordinates (z = 0
 /// below 3D), second-order cells as VTK's quadratic types (tri6 → 22, quad9 → 28, tet10 → 24,
 /// hex27 → 29) with their nodes permuted. Throws InvalidArgument for a field of the wrong
-/// size or a duplicate name, fem::Error naming the file when it cannot be written.
+/// size or a duplicate name, fem::Error naming the file when it cannot be written. All or
+/// nothing (fem::AtomicFile): a failure leaves a previous file at that path intact.
 void write_vtu(const std::filesystem::path& file, const Mesh& mesh, std::span<const Field> point_data = {},
                std::span<const Field> cell_data = {}, const VtuOptions& options = {});
 
@@ -91,12 +92,15 @@ struct PvdStep {
   std::string file;
 };
 
-/// A ParaView collection (.pvd) for time series. Every step appends (time, file) and rewrites
-/// the .pvd (to a temporary file, then renamed), so the collection on disk is always complete
-/// and opens in ParaView while the simulation is still running.
+/// A ParaView collection (.pvd) for time series. Every step writes its frame, then appends
+/// (time, file) and rewrites the .pvd, each all or nothing (fem::AtomicFile), so the collection
+/// on disk is always complete, names only complete frames, and opens in ParaView while the
+/// simulation is still running. A previous .pvd at that path stays until the first frame is
+/// written.
 class PvdWriter {
  public:
-  /// Starts an empty collection at `pvd` (its folder must exist) and writes it.
+  /// Starts an empty collection at `pvd`: checks that its folder exists and is writable (a
+  /// fem::Error in words otherwise), writes nothing yet.
   explicit PvdWriter(std::filesystem::path pvd, VtuOptions options = {});
 
   /// Writes <pvd stem>_<step, 6 digits>.vtu next to the .pvd and adds it at `time`; returns its path.

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
 
 namespace fem::mesh {
@@ -241,11 +242,7 @@ std::string to_gmsh(const Mesh& mesh, const GmshWriteOptions& options) {
 
 void write_gmsh(const Mesh& mesh, const std::filesystem::path& file, bool binary, GmshVersion version) {
   const std::string bytes = to_gmsh(mesh, GmshWriteOptions{version, binary});
-  std::FILE* f = std::fopen(file.c_str(), "wb");
-  if (!f) throw Error(fmt::format("cannot write '{}': {}", file.string(), std::strerror(errno)));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  if (std::fclose(f) != 0 || !ok)
-    throw Error(fmt::format("cannot write '{}': {}", file.string(), std::strerror(errno)));
+  write_file_atomically(file, bytes);  // all or nothing: a failure leaves a previous file intact
 }
 
 }  // namespace fem::mesh

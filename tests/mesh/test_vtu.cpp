@@ -2,12 +2,17 @@
 // trips for every cell type, encoding and compression with point and cell data, PVD series.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
+#include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
 #include "fem/mesh/vtu.hpp"
+#include "fem/mesh/write_gmsh.hpp"
 #include "test_check_util.hpp"
 
 namespace {
@@ -211,7 +216,7 @@ TEST(Pvd, ListsEveryStepAndItsFile) {
   const auto dir = temp_dir();
   const fem::Mesh m = fm::unit_square(CellType::tri3, 4);
   fm::PvdWriter series(dir / "heat.pvd", {fm::VtuEncoding::appended_raw, true});
-  EXPECT_TRUE(fm::read_pvd(dir / "heat.pvd").empty());
+  EXPECT_FALSE(fs::exists(dir / "heat.pvd"));  // written after its first frame
   std::vector<double> u(m.num_nodes());
   const std::vector<double> times{0.0, 0.125, 1.0 / 3.0};
   for (double t : times) {
@@ -233,6 +238,87 @@ TEST(Pvd, ListsEveryStepAndItsFile) {
   ASSERT_EQ(again.size(), 4u);
   EXPECT_EQ(again[3].file, steps[0].file);
   EXPECT_EQ(again[3].time, 2.0);
+  fs::remove_all(dir);
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::vector<std::string> files_in(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Restores normal writes when a test leaves, also on a failed assertion.
+struct InjectedWriteFailure {
+  explicit InjectedWriteFailure(std::int64_t after) { fem::detail::fail_writes_after(after); }
+  ~InjectedWriteFailure() { fem::detail::fail_writes_after(-1); }
+};
+
+// Every writer is all or nothing: a write that fails midway (the disk fills up: here an injected
+// ENOSPC) leaves the previous file as it was, and no partial or temporary file.
+TEST(AtomicOutput, FailedWritesLeaveThePreviousFilesIntact) {
+  const auto dir = temp_dir();
+  const fem::Mesh small = fm::unit_square(CellType::tri3, 2), big = fm::unit_square(CellType::tri3, 64);
+  fm::write_vtu(dir / "u.vtu", small);
+  fm::write_gmsh(small, dir / "m.msh", false);
+  const std::string vtu = slurp(dir / "u.vtu"), msh = slurp(dir / "m.msh");
+  {
+    const InjectedWriteFailure full(1000);
+    try {
+      fm::write_vtu(dir / "u.vtu", big);
+      ADD_FAILURE() << "a full disk went unnoticed";
+    } catch (const fem::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("u.vtu"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(std::strerror(ENOSPC)), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(fm::write_gmsh(big, dir / "m.msh", true), fem::Error);
+  }
+  EXPECT_EQ(slurp(dir / "u.vtu"), vtu);
+  EXPECT_EQ(slurp(dir / "m.msh"), msh);
+  EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m.msh", "u.vtu"}));
+
+  // A series: the .pvd names only complete frames; a new series leaves the old .pvd until its
+  // own first frame is written.
+  std::vector<double> u(small.num_nodes(), 1.0);
+  const fm::Field pd[] = {{"u", 1, u}};
+  {
+    fm::PvdWriter series(dir / "s.pvd");
+    series.write(0.0, small, pd);
+    series.write(0.5, small, pd);
+    const InjectedWriteFailure full(100);
+    EXPECT_THROW(series.write(1.0, big, pd), fem::Error);
+  }
+  auto steps = fm::read_pvd(dir / "s.pvd");
+  ASSERT_EQ(steps.size(), 2u);
+  for (const auto& s : steps) EXPECT_EQ(fm::read_vtu(dir / s.file).num_cells(), 8u);
+  EXPECT_FALSE(fs::exists(dir / "s_000002.vtu"));
+  fm::PvdWriter again(dir / "s.pvd");
+  EXPECT_EQ(fm::read_pvd(dir / "s.pvd").size(), 2u);
+  for (const auto& f : files_in(dir)) EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
+  fs::remove_all(dir);
+}
+
+TEST(AtomicOutput, UnwritablePathsAreErrorsInWords) {
+  const auto dir = temp_dir();
+  const fem::Mesh m = fm::unit_square(CellType::tri3, 2);
+  std::ofstream(dir / "plain") << "x";
+  auto message = [&](const fs::path& p) {
+    try {
+      fm::write_vtu(p, m);
+    } catch (const fem::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(dir / "plain" / "u.vtu").find("is a file, not a folder"), std::string::npos);
+  EXPECT_NE(message(dir / "missing" / "u.vtu").find("does not exist"), std::string::npos);
+  EXPECT_NE(message(dir).find("folder"), std::string::npos);
+  EXPECT_THROW(fm::PvdWriter(dir / "plain" / "s.pvd"), fem::Error);
   fs::remove_all(dir);
 }
 

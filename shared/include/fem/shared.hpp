@@ -3,6 +3,7 @@
 #pragma once
 
 #include "fem/array.hpp"
+#include "fem/atomic_file.hpp"
 #include "fem/csr.hpp"
 #include "fem/error.hpp"
 #include "fem/lagrange.hpp"
