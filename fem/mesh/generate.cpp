@@ -3,9 +3,12 @@
 #include "fem/mesh/generate.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <limits>
+#include <string>
 
 #include "fem/error.hpp"
+#include "fem/memory.hpp"
 
 namespace fem::mesh {
 namespace {
@@ -25,16 +28,100 @@ std::vector<PhysicalName> side_names(int tdim) {
   return names;
 }
 
-void check_count(std::int64_t cells, std::int64_t nodes) {
-  FEM_EXPECTS(cells <= std::numeric_limits<index_t>::max() / 8 && nodes <= std::numeric_limits<index_t>::max(),
-              "generated mesh too large for 32-bit indices: {} cells, {} nodes", cells, nodes);
+constexpr double max_index = std::numeric_limits<index_t>::max();
+// At most 2^31/8 cells: the connectivity's per-cell arrays (up to 8 nodes per cell) stay
+// within 32-bit indices.
+constexpr double max_cells = std::numeric_limits<index_t>::max() / 8;
+
+// A count as text: the integer, or 1.2e+20 beyond what a double counts exactly.
+std::string count_text(double count) {
+  return count < 1e15 ? fmt::format("{:.0f}", count) : fmt::format("{:.3g}", count);
 }
+
+struct Counts {
+  double nodes, cells, facets;
+};
+
+// Counts (in doubles: exact below 2^53, and any larger product is refused anyway) and bytes.
+Counts counts(CellType type, double nx, double ny, double nz) {
+  switch (type) {
+    case CellType::line2:
+      return {nx + 1, nx, 2};
+    case CellType::tri3:
+    case CellType::quad4:
+      return {(nx + 1) * (ny + 1), nx * ny * (type == CellType::tri3 ? 2 : 1), 2 * (nx + ny)};
+    default: {
+      const double sides = nx * ny + ny * nz + nz * nx;
+      const bool tet = type == CellType::tet4;
+      return {(nx + 1) * (ny + 1) * (nz + 1), nx * ny * nz * (tet ? 6 : 1), 2 * sides * (tet ? 2 : 1)};
+    }
+  }
+}
+
+double array_bytes(CellType type, const Counts& c) {
+  const CellTypeInfo& info = cell_info(type);
+  const int gdim = info.dim, facet_nodes = cell_info(info.facet).num_nodes;
+  return c.nodes * gdim * sizeof(double) + c.cells * (info.num_nodes + 1) * sizeof(index_t) +
+         c.facets * (facet_nodes + 1) * sizeof(index_t);
+}
+
+// Refuses, before anything is allocated, a mesh whose counts exceed 32-bit indices or whose
+// arrays exceed the memory available. `what` names the generator and its arguments.
+void check_size(const std::string& what, CellType type, double nx, double ny, double nz) {
+  const Counts c = counts(type, nx, ny, nz);
+  const double bytes = array_bytes(type, c);
+  if (c.nodes > max_index || c.cells > max_cells || c.facets > max_index)
+    throw InvalidArgument(
+        fmt::format("{}: {} nodes, {} cells and {} boundary facets are more than 32-bit indices "
+                    "(fem::index_t) can number (at most {:.0f} nodes, {:.0f} cells, {:.0f} facets); its "
+                    "arrays alone would need {}: generate a coarser mesh",
+                    what, count_text(c.nodes), count_text(c.cells), count_text(c.facets), max_index,
+                    max_cells, max_index, format_bytes(bytes)));
+  const MemoryAvailable memory = memory_available();
+  if (bytes > static_cast<double>(memory.bytes))
+    throw InvalidArgument(fmt::format(
+        "{}: {} nodes and {} cells need {} for the mesh's arrays alone, but {} of memory are available ({}): "
+        "generate a coarser mesh",
+        what, count_text(c.nodes), count_text(c.cells), format_bytes(bytes),
+        format_bytes(static_cast<double>(memory.bytes)), memory.source));
+}
+
+// The generator's call, with the spec it was named by (a source starting with "gen:").
+std::string named(const std::string& source, std::string call) {
+  return source.rfind("gen:", 0) == 0 ? fmt::format("mesh '{}': {}", source, call) : call;
+}
+
+Mesh make_interval(index_t n, double a, double b, std::string source);
+Mesh make_rectangle(CellType type, index_t nx, index_t ny, std::array<double, 2> lo, std::array<double, 2> hi,
+                    std::string source);
+Mesh make_box(CellType type, index_t nx, index_t ny, index_t nz, std::array<double, 3> lo,
+              std::array<double, 3> hi, std::string source);
 
 }  // namespace
 
-Mesh interval(index_t n, double a, double b) {
+GeneratedSize generated_size(CellType type, std::int64_t nx, std::int64_t ny, std::int64_t nz) {
+  const Counts c = counts(type, static_cast<double>(nx), static_cast<double>(ny), static_cast<double>(nz));
+  const auto saturate = [](double v) {
+    return v < 9.2e18 ? static_cast<std::int64_t>(v) : std::numeric_limits<std::int64_t>::max();
+  };
+  return {saturate(c.nodes), saturate(c.cells), saturate(c.facets), array_bytes(type, c)};
+}
+
+Mesh interval(index_t n, double a, double b) { return make_interval(n, a, b, "generated interval"); }
+Mesh rectangle(CellType type, index_t nx, index_t ny, std::array<double, 2> lo, std::array<double, 2> hi) {
+  return make_rectangle(type, nx, ny, lo, hi, {});
+}
+Mesh box(CellType type, index_t nx, index_t ny, index_t nz, std::array<double, 3> lo,
+         std::array<double, 3> hi) {
+  return make_box(type, nx, ny, nz, lo, hi, {});
+}
+
+namespace {
+
+Mesh make_interval(index_t n, double a, double b, std::string source) {
   FEM_EXPECTS(n >= 1, "interval needs at least one cell, got {}", n);
   FEM_EXPECTS(a < b, "interval [{}, {}] is empty", a, b);
+  check_size(named(source, fmt::format("interval({})", n)), CellType::line2, n, 1, 1);
   Mesh::Data d;
   d.gdim = 1;
   d.cell_type = CellType::line2;
@@ -49,18 +136,20 @@ Mesh interval(index_t n, double a, double b) {
   d.facets = {0, n};
   d.facet_tags = {left, right};
   d.names = side_names(1);
-  d.source = "generated interval";
+  d.source = std::move(source);
   return Mesh(std::move(d));
 }
 
-Mesh rectangle(CellType type, index_t nx, index_t ny, std::array<double, 2> lo, std::array<double, 2> hi) {
+Mesh make_rectangle(CellType type, index_t nx, index_t ny, std::array<double, 2> lo, std::array<double, 2> hi,
+                    std::string source) {
   FEM_EXPECTS(type == CellType::tri3 || type == CellType::quad4,
               "rectangle() makes tri3 or quad4 cells, not {}", cell_info(type).name);
   FEM_EXPECTS(nx >= 1 && ny >= 1, "rectangle needs at least one cell per direction, got {}x{}", nx, ny);
   FEM_EXPECTS(lo[0] < hi[0] && lo[1] < hi[1], "rectangle with lower corner ({}, {}) and upper corner ({}, {}) is empty",
               lo[0], lo[1], hi[0], hi[1]);
   const bool tri = type == CellType::tri3;
-  check_count(std::int64_t{nx} * ny * (tri ? 2 : 1), std::int64_t{nx + 1} * (ny + 1));
+  check_size(named(source, fmt::format("rectangle({}, {} x {})", cell_info(type).name, nx, ny)), type, nx, ny,
+             1);
   Mesh::Data d;
   d.gdim = 2;
   d.cell_type = type;
@@ -96,17 +185,20 @@ Mesh rectangle(CellType type, index_t nx, index_t ny, std::array<double, 2> lo, 
     d.facet_tags.push_back(top);
   }
   d.names = side_names(2);
-  d.source = tri ? "generated rectangle (tri3)" : "generated rectangle (quad4)";
+  d.source = source.empty() ? (tri ? "generated rectangle (tri3)" : "generated rectangle (quad4)")
+                            : std::move(source);
   return Mesh(std::move(d));
 }
 
-Mesh box(CellType type, index_t nx, index_t ny, index_t nz, std::array<double, 3> lo, std::array<double, 3> hi) {
+Mesh make_box(CellType type, index_t nx, index_t ny, index_t nz, std::array<double, 3> lo,
+              std::array<double, 3> hi, std::string source) {
   FEM_EXPECTS(type == CellType::tet4 || type == CellType::hex8, "box() makes tet4 or hex8 cells, not {}",
               cell_info(type).name);
   FEM_EXPECTS(nx >= 1 && ny >= 1 && nz >= 1, "box needs at least one cell per direction, got {}x{}x{}", nx, ny, nz);
   FEM_EXPECTS(lo[0] < hi[0] && lo[1] < hi[1] && lo[2] < hi[2], "box is empty");
   const bool tet = type == CellType::tet4;
-  check_count(std::int64_t{nx} * ny * nz * (tet ? 6 : 1), std::int64_t{nx + 1} * (ny + 1) * (nz + 1));
+  check_size(named(source, fmt::format("box({}, {} x {} x {})", cell_info(type).name, nx, ny, nz)), type, nx,
+             ny, nz);
   Mesh::Data d;
   d.gdim = 3;
   d.cell_type = type;
@@ -175,8 +267,37 @@ Mesh box(CellType type, index_t nx, index_t ny, index_t nz, std::array<double, 3
       face(node(i, j, nz), node(i + 1, j, nz), node(i + 1, j + 1, nz), node(i, j + 1, nz), top);
     }
   d.names = side_names(3);
-  d.source = tet ? "generated box (tet4)" : "generated box (hex8)";
+  d.source = source.empty() ? (tet ? "generated box (tet4)" : "generated box (hex8)") : std::move(source);
   return Mesh(std::move(d));
+}
+
+}  // namespace
+
+Mesh generate(std::string_view spec) {
+  static constexpr std::string_view forms =
+      "gen:interval-line2:N, gen:square-tri3:N, gen:square-quad4:N, gen:cube-tet4:N or gen:cube-hex8:N";
+  FEM_EXPECTS(is_generated(spec), "mesh '{}': a generated mesh is named {}", spec, forms);
+  const auto colon = spec.find(':', 4);
+  FEM_EXPECTS(colon != std::string_view::npos, "mesh '{}': expected {}", spec, forms);
+  const std::string_view shape = spec.substr(4, colon - 4), count = spec.substr(colon + 1);
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), n);
+  const bool number =
+      ec != std::errc::invalid_argument && end == count.data() + count.size() && count[0] != '-';
+  FEM_EXPECTS(number && (ec == std::errc::result_out_of_range || n >= 1),
+              "mesh '{}': '{}' is not a positive number of cells per side", spec, count);
+  FEM_EXPECTS(ec != std::errc::result_out_of_range && n <= std::numeric_limits<index_t>::max(),
+              "mesh '{}': {} cells per side are more than 32-bit indices (fem::index_t) can number", spec,
+              count);
+  const auto m = static_cast<index_t>(n);
+  std::string source(spec);
+  if (shape == "interval-line2" || shape == "interval") return make_interval(m, 0.0, 1.0, std::move(source));
+  if (shape == "square-tri3") return make_rectangle(CellType::tri3, m, m, {0, 0}, {1, 1}, std::move(source));
+  if (shape == "square-quad4")
+    return make_rectangle(CellType::quad4, m, m, {0, 0}, {1, 1}, std::move(source));
+  if (shape == "cube-tet4") return make_box(CellType::tet4, m, m, m, {0, 0, 0}, {1, 1, 1}, std::move(source));
+  if (shape == "cube-hex8") return make_box(CellType::hex8, m, m, m, {0, 0, 0}, {1, 1, 1}, std::move(source));
+  throw InvalidArgument(fmt::format("mesh '{}': unknown shape '{}'; expected {}", spec, shape, forms));
 }
 
 }  // namespace fem::mesh

@@ -1,8 +1,15 @@
 // Structured meshes of intervals, rectangles and boxes, any resolution, with tagged sides, for
 // tests and benchmarks that need no files.
+//
+// Too large is said before anything is allocated: the node, cell and facet counts are computed
+// in 64 bits, counts beyond the 32-bit indices (fem::index_t) are an InvalidArgument naming the
+// generator and the counts, and so is a mesh whose arrays need more than fem::available_memory()
+// (naming the bytes).
 #pragma once
 
 #include <array>
+#include <cstdint>
+#include <string_view>
 
 #include "fem/mesh.hpp"
 
@@ -29,5 +36,22 @@ Mesh box(CellType type, index_t nx, index_t ny, index_t nz, std::array<double, 3
 
 inline Mesh unit_square(CellType type, index_t n) { return rectangle(type, n, n); }
 inline Mesh unit_cube(CellType type, index_t n) { return box(type, n, n, n); }
+
+/// What a generated mesh holds, counted in 64 bits: the sizes of its arrays before they exist.
+struct GeneratedSize {
+  std::int64_t nodes = 0, cells = 0, facets = 0;
+  double bytes = 0;  ///< of its arrays (coordinates, cells, facets, tags)
+};
+/// The size of interval(n), rectangle(type, nx, ny) or box(type, nx, ny, nz) (ny = nz = 1 and
+/// ny: unused where the shape has fewer dimensions): nothing is allocated, nothing checked.
+GeneratedSize generated_size(CellType type, std::int64_t nx, std::int64_t ny = 1, std::int64_t nz = 1);
+
+/// The mesh a spec `gen:<shape>:<n>` names, n cells per side: shapes interval-line2 (or
+/// interval), square-tri3, square-quad4, cube-tet4, cube-hex8. Its source() is the spec. A
+/// malformed spec (listing the accepted forms), n beyond 32 bits, or a mesh too large (above)
+/// is an InvalidArgument.
+Mesh generate(std::string_view spec);
+/// Whether `spec` names a generated mesh (starts with "gen:").
+inline bool is_generated(std::string_view spec) { return spec.substr(0, 4) == "gen:"; }
 
 }  // namespace fem::mesh

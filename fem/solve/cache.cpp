@@ -56,7 +56,7 @@ std::unique_ptr<Factorization> make_with_cached_symbolic(Store& store, const Csr
     f->analyze(matrix.pattern_ptr());
   }
   result = f->factorize(matrix);
-  store.count("solve.factorizations");
+  if (result.status != Status::too_large) store.count("solve.factorizations");  // too_large: no numeric work
   return f;
 }
 

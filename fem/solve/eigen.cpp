@@ -69,7 +69,31 @@ class EigenSymbolic final : public Symbolic {
     }
     // Eigen's AMDOrdering hands SparseLU the inverse of what it applies (the fill trap).
     if (backend == Backend::lu && ordering == Ordering::amd) perm_ = perm_.inverse();
+
+    // The fill, predicted from the elimination tree and column counts of A + Aᵀ in this order
+    // (O(nnz), no factor): exact for LDLT; for LU without row interchanges L + U has 2 × that
+    // − n entries (pivoting may add some). Bytes as the factorizations report them (a 4-byte
+    // index and an 8-byte value per entry); the workspace is the matrix copy Eigen makes.
+    std::vector<int> order(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k) {
+      if (backend == Backend::lu)  // SparseLU: column i goes to perm(i), old → new
+        order[static_cast<std::size_t>(perm_.indices()(k))] = k;
+      else  // the simplicial solvers' Pinv: new → old
+        order[static_cast<std::size_t>(k)] = perm_.indices()(k);
+    }
+    const auto lnz = static_cast<double>(
+        cholesky_nonzeros(n, pat.row_offsets().data(), pat.col_indices().data(), order.data()));
+    const double entry = sizeof(double) + sizeof(int), nn = n;
+    prediction_.nonzeros = backend == Backend::lu ? 2 * lnz - nn : lnz;
+    prediction_.factor_bytes =
+        prediction_.nonzeros * entry + nn * (backend == Backend::lu ? 6 : 3) * sizeof(int);
+    prediction_.workspace_bytes = static_cast<double>(pat.nnz()) * entry + 4 * nn * sizeof(int);
+    prediction_.basis =
+        backend == Backend::lu
+            ? "estimated from the Cholesky fill of A + Aᵀ in this ordering; pivoting may add more"
+            : "predicted from the elimination tree";
   }
+  const Prediction& prediction() const noexcept { return prediction_; }
   Backend backend() const noexcept override { return backend_; }
   Ordering ordering() const noexcept override { return ordering_; }
   std::size_t bytes() const noexcept override {
@@ -81,6 +105,7 @@ class EigenSymbolic final : public Symbolic {
   Backend backend_;
   Ordering ordering_;
   Permutation perm_;
+  Prediction prediction_;
 };
 
 class Ldlt final : public Factorization {
@@ -106,6 +131,8 @@ class Ldlt final : public Factorization {
              A.pattern().col_indices().data(), A.values().data());
     if (!refactor) {
       const auto& sym = static_cast<const EigenSymbolic&>(*symbolic());
+      // analyzePattern allocates L: first, does it fit?
+      if (Result fits = check_fits(Backend::ldlt, sym.ordering(), sym.prediction()); !fits) return fits;
       t_cached_permutation = &sym.permutation();
       solver_.analyzePattern(m);
       t_cached_permutation = nullptr;
@@ -162,13 +189,16 @@ class Lu final : public Factorization {
     return std::make_shared<EigenSymbolic>(std::move(p), Backend::lu, ordering);
   }
 
-  Result do_factorize(const CsrMatrix& A, bool) override {
+  Result do_factorize(const CsrMatrix& A, bool refactor) override {
     const int n = A.rows();
+    const auto& sym = static_cast<const EigenSymbolic&>(*symbolic());
+    // A refactorization reuses memory of the same size; a first one must fit.
+    if (!refactor)
+      if (Result fits = check_fits(Backend::lu, sym.ordering(), sym.prediction()); !fits) return fits;
     // SparseLU wants compressed columns of A itself: one transposing copy.
     ColMatrix m = RowMap(n, n, static_cast<Eigen::Index>(A.nnz()), A.pattern().row_offsets().data(),
                          A.pattern().col_indices().data(), A.values().data());
     m.makeCompressed();
-    const auto& sym = static_cast<const EigenSymbolic&>(*symbolic());
     t_cached_permutation = &sym.permutation();
     solver_.analyzePattern(m);  // takes the cached ordering; only the column etree is redone
     t_cached_permutation = nullptr;

@@ -307,8 +307,10 @@ Result Factorization::factorize(const CsrMatrix& matrix) {
   } else {
     status_ = do_factorize(matrix, refactor);
   }
-  ++counts_.factorizations;
-  if (reused) ++counts_.refactorizations;
+  if (status_.status != Status::too_large) {  // too_large: refused before any numeric work
+    ++counts_.factorizations;
+    if (reused) ++counts_.refactorizations;
+  }
   factorized_ = status_.ok();
   return status_;
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fem/memory.hpp>
 #include <fmt/format.h>
 
 #include <cholmod.h>
@@ -82,6 +83,10 @@ cholmod_sparse cholmod_view(const CsrPattern& p, const double* values) {
   return s;
 }
 
+// The symbolic analysis. A pattern whose factor has more than 2^31 - 1 entries (CHOLMOD's int
+// interface cannot index it: CHOLMOD_TOO_LARGE) is analyzed all the same: the ordering and the
+// column counts are done, and Common->lnz holds the factor's nonzeros when supernodal analysis
+// gives up; such an analysis holds no factor, and factorize() refuses it at once (too_large).
 class CholmodSymbolic final : public Symbolic {
  public:
   CholmodSymbolic(std::shared_ptr<const CsrPattern> p, Ordering ordering)
@@ -90,9 +95,18 @@ class CholmodSymbolic final : public Symbolic {
     cholmod_sparse s = cholmod_view(pattern(), nullptr);
     const OmpFollowsCaller threads;
     L_ = cholmod_analyze(&s, &c_);
+    if (!L_ && c_.status == CHOLMOD_TOO_LARGE) {
+      too_large_ = true;
+      lnz_ = c_.lnz > 0 ? static_cast<std::size_t>(c_.lnz) : 0;
+      cholmod_free_work(&c_);
+      bytes_ = c_.memory_inuse;
+      return;
+    }
     if (!L_ || c_.status < CHOLMOD_OK) {
+      const int status = c_.status;
       cholmod_finish(&c_);
-      throw NumericalError(fmt::format("cholmod_analyze failed (status {})", c_.status));
+      throw NumericalError(fmt::format("cholmod_analyze failed (status {}{})", status,
+                                       status == CHOLMOD_OUT_OF_MEMORY ? ": out of memory" : ""));
     }
     lnz_ = static_cast<std::size_t>(c_.lnz);
     cholmod_free_work(&c_);
@@ -107,12 +121,38 @@ class CholmodSymbolic final : public Symbolic {
   std::size_t bytes() const noexcept override { return bytes_; }
   cholmod_factor* factor() const noexcept { return L_; }
   std::size_t lnz() const noexcept { return lnz_; }
+  /// The factor has more entries than the int interface can index.
+  bool too_large() const noexcept { return too_large_; }
+
+  /// The numeric factorization's memory: a copy of this analysis (the integer part of L) plus
+  /// L->x (xsize doubles, explicit zeros of the relaxed supernodes included); the workspace of
+  /// cholmod_factorize is the largest update matrix (maxcsize doubles) and a few n-sized arrays.
+  /// Too large: at least 8 bytes per nonzero.
+  Prediction prediction() const {
+    Prediction p;
+    p.nonzeros = static_cast<double>(lnz_);
+    p.basis = "predicted by CHOLMOD's symbolic analysis";
+    const double n = static_cast<double>(pattern().rows());
+    if (too_large_) {
+      if (lnz_ == 0) {  // gave up before counting: the int range is the lower bound
+        p.nonzeros = 2147483647.0;
+        p.basis = "at least; CHOLMOD's symbolic analysis";
+      }
+      p.factor_bytes = p.nonzeros * sizeof(double);
+      p.basis += ", at least 8 bytes per nonzero";
+    } else {
+      p.factor_bytes = static_cast<double>(L_->xsize) * sizeof(double) + static_cast<double>(bytes_);
+      p.workspace_bytes = static_cast<double>(L_->maxcsize) * sizeof(double) + 8 * n * sizeof(int);
+    }
+    return p;
+  }
 
  private:
   Ordering ordering_;
   mutable cholmod_common c_{};
   cholmod_factor* L_ = nullptr;
   std::size_t lnz_ = 0, bytes_ = 0;
+  bool too_large_ = false;
 };
 
 struct CholmodWorkspace {
@@ -162,8 +202,14 @@ class Cholmod final : public Factorization {
       return {Status::invalid_input,
               "cholmod: the matrix is not symmetric (use umfpack, klu or lu)", -1, -1};
     const auto& sym = static_cast<const CholmodSymbolic&>(*symbolic());
+    if (sym.too_large()) {
+      release();
+      return too_large_for_int(sym);
+    }
     if (!refactor || !L_) {
       release();
+      // Before any numeric work or allocation: does the predicted factor fit?
+      if (Result fits = check_fits(Backend::cholmod, sym.ordering(), sym.prediction()); !fits) return fits;
       cholmod_setup(c_, sym.ordering());
       started_ = true;
       L_ = cholmod_copy_factor(sym.factor(), &c_);
@@ -189,10 +235,38 @@ class Cholmod final : public Factorization {
                           "at column {})", col),
               col, col};
     }
+    if (c_.status == CHOLMOD_TOO_LARGE) {
+      cholmod_free_factor(&L_, &c_);
+      return too_large_for_int(sym);
+    }
+    if (c_.status == CHOLMOD_OUT_OF_MEMORY) {
+      cholmod_free_factor(&L_, &c_);
+      return {Status::out_of_memory,
+              fmt::format("cholmod: out of memory in the numeric factorization (the factor needs {}, {} were "
+                          "available before it)",
+                          format_bytes(sym.prediction().factor_bytes),
+                          format_bytes(static_cast<double>(available_memory()))),
+              -1, -1};
+    }
     if (c_.status < CHOLMOD_OK)
-      return {c_.status == CHOLMOD_OUT_OF_MEMORY ? Status::out_of_memory : Status::backend_error,
-              fmt::format("cholmod_factorize failed (status {})", c_.status), -1, -1};
+      return {Status::backend_error, fmt::format("cholmod_factorize failed (status {})", c_.status), -1, -1};
     return {};
+  }
+
+  // CHOLMOD_TOO_LARGE: the factor has more entries than an int can count.
+  static Result too_large_for_int(const CholmodSymbolic& sym) {
+    const Prediction p = sym.prediction();
+    const MemoryAvailable memory = memory_available();
+    const bool fits = p.factor_bytes * memory_safety_factor <= static_cast<double>(memory.bytes);
+    std::string what = fmt::format(
+        ": more than the 2^31 - 1 entries CHOLMOD's 32-bit interface can index (CHOLMOD_TOO_LARGE){}",
+        fits ? fmt::format(
+                   ", though {} of memory are available ({}); no backend of this build can factorize it "
+                   "(all index with 32-bit integers)",
+                   format_bytes(static_cast<double>(memory.bytes)), memory.source)
+             : fmt::format(", and more than the {} of memory available ({})",
+                           format_bytes(static_cast<double>(memory.bytes)), memory.source));
+    return {Status::too_large, too_large_reason(Backend::cholmod, sym.ordering(), p, what), -1, -1};
   }
 
   SolveReport do_solve(std::span<const double> B, std::span<double> X, index_t nrhs,
@@ -271,8 +345,29 @@ class UmfpackSymbolic final : public Symbolic {
                                            control_, info);
     if (status != UMFPACK_OK)
       throw NumericalError(fmt::format("umfpack_di_symbolic failed (status {})", status));
-    bytes_ = static_cast<std::size_t>(info[UMFPACK_SYMBOLIC_SIZE] * info[UMFPACK_SIZE_OF_UNIT]);
+    const double unit = info[UMFPACK_SIZE_OF_UNIT];
+    bytes_ = static_cast<std::size_t>(info[UMFPACK_SYMBOLIC_SIZE] * unit);
+    // UMFPACK's own estimates of the factors are upper bounds, and loose ones: 1.5× (unsymmetric
+    // strategy) to 28× (symmetric strategy, 2D) the factors it then made on Laplacians,
+    // convection–diffusion and elasticity. The Cholesky fill of A + Aᵀ in its column order, as
+    // L + U = 2 nnz(L) − n, came within 10% (above) in every case, and the Numeric object held
+    // 8.2–9.3 bytes per entry: 9 are counted. The workspace (frontal matrices) is UMFPACK's
+    // estimate of the numeric phase's peak beyond the Numeric object and this Symbolic.
+    std::vector<int> column_order(static_cast<std::size_t>(n));
+    umfpack_di_get_symbolic(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                            column_order.data(), nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                            nullptr, symbolic_);
+    const auto lnz = static_cast<double>(cholesky_nonzeros(
+        n, pattern().row_offsets().data(), pattern().col_indices().data(), column_order.data()));
+    prediction_.nonzeros = 2 * lnz - n;
+    prediction_.factor_bytes = 9 * prediction_.nonzeros + 16.0 * n * sizeof(int);
+    prediction_.workspace_bytes =
+        std::max(0.0, (info[UMFPACK_PEAK_MEMORY_ESTIMATE] - info[UMFPACK_NUMERIC_SIZE_ESTIMATE] -
+                       info[UMFPACK_SYMBOLIC_SIZE]) *
+                          unit);
+    prediction_.basis = "estimated from the Cholesky fill of A + Aᵀ in UMFPACK's column order";
   }
+  const Prediction& prediction() const noexcept { return prediction_; }
   ~UmfpackSymbolic() override { umfpack_di_free_symbolic(&symbolic_); }
   Backend backend() const noexcept override { return Backend::umfpack; }
   Ordering ordering() const noexcept override { return ordering_; }
@@ -285,6 +380,7 @@ class UmfpackSymbolic final : public Symbolic {
   double control_[UMFPACK_CONTROL];
   void* symbolic_ = nullptr;
   std::size_t bytes_ = 0;
+  Prediction prediction_;
 };
 
 class Umfpack final : public Factorization {
@@ -305,6 +401,7 @@ class Umfpack final : public Factorization {
   Result do_factorize(const CsrMatrix& A, bool) override {
     release();
     const auto& sym = static_cast<const UmfpackSymbolic&>(*symbolic());
+    if (Result fits = check_fits(Backend::umfpack, sym.ordering(), sym.prediction()); !fits) return fits;
     std::copy(sym.control(), sym.control() + UMFPACK_CONTROL, control_);
     double info[UMFPACK_INFO];
     const int status =
@@ -334,11 +431,19 @@ class Umfpack final : public Factorization {
                        : std::string("umfpack: the matrix is singular"),
               row, col};
     }
+    if (status == UMFPACK_ERROR_out_of_memory) {
+      release();
+      return {
+          Status::out_of_memory,
+          fmt::format("umfpack: out of memory in the numeric factorization (estimated {} for the factors, "
+                      "{} were available before it)",
+                      format_bytes(sym.prediction().factor_bytes),
+                      format_bytes(static_cast<double>(available_memory()))),
+          -1, -1};
+    }
     if (status != UMFPACK_OK) {
       release();
-      return {status == UMFPACK_ERROR_out_of_memory ? Status::out_of_memory
-                                                    : Status::backend_error,
-              fmt::format("umfpack_di_numeric failed (status {})", status), -1, -1};
+      return {Status::backend_error, fmt::format("umfpack_di_numeric failed (status {})", status), -1, -1};
     }
     int lnz = 0, unz = 0, nr = 0, nc = 0, nzud = 0;
     umfpack_di_get_lunz(&lnz, &unz, &nr, &nc, &nzud, numeric_);
@@ -387,11 +492,15 @@ class Umfpack final : public Factorization {
 
 // ======================================= KLU =============================================
 
+// KLU's user ordering: METIS, returning nnz(L) with the diagonal (the Cholesky fill of the
+// block's A + Aᵀ in that order), which KLU keeps as its fill estimate and sizes L and U by, as
+// it does with AMD's count (returning 1 made it start from nothing and grow).
 int klu_metis_order(int n, int* Ap, int* Ai, int* Perm, klu_common*) {
   try {
     const auto perm = metis_order(n, Ap, Ai);
     std::copy(perm.begin(), perm.end(), Perm);
-    return 1;
+    const std::int64_t lnz = cholesky_nonzeros(n, Ap, Ai, perm.data());
+    return static_cast<int>(std::clamp<std::int64_t>(lnz, 1, 2147483647));
   } catch (...) {
     return 0;
   }
@@ -419,7 +528,24 @@ class KluSymbolic final : public Symbolic {
     if (!symbolic_)
       throw NumericalError(fmt::format("klu_analyze failed (status {})", c_.status));
     bytes_ = c_.memusage;
+    // KLU's fill estimates (nnz(L), nnz(U) with the diagonal) come from AMD, or from our METIS
+    // callback; COLAMD and a given order leave them EMPTY: then the Cholesky fill of A + Aᵀ in
+    // KLU's column order. Memory: 4-byte index + 8-byte value per entry of L, U and the
+    // off-diagonal blocks, ten n-sized arrays; KLU allocates 1.2 × its estimate up front and
+    // works in 4n doubles.
+    double lnz = symbolic_->lnz, unz = symbolic_->unz;
+    prediction_.basis = "estimated by KLU's symbolic analysis";
+    if (!(lnz >= 0) || !(unz >= 0)) {
+      lnz = unz = static_cast<double>(cholesky_nonzeros(n, Ap, Ai, symbolic_->Q));
+      prediction_.basis = "estimated from the Cholesky fill of A + Aᵀ in KLU's column order";
+    }
+    const double entries = lnz + unz + static_cast<double>(symbolic_->nzoff);
+    const double entry_bytes = sizeof(double) + sizeof(int);
+    prediction_.nonzeros = entries - n;
+    prediction_.factor_bytes = entries * entry_bytes + 10.0 * n * sizeof(double);
+    prediction_.workspace_bytes = 0.2 * (lnz + unz) * entry_bytes + 4.0 * n * sizeof(double);
   }
+  const Prediction& prediction() const noexcept { return prediction_; }
   ~KluSymbolic() override { klu_free_symbolic(&symbolic_, &c_); }
   Backend backend() const noexcept override { return Backend::klu; }
   Ordering ordering() const noexcept override { return ordering_; }
@@ -431,6 +557,7 @@ class KluSymbolic final : public Symbolic {
   klu_common c_;
   klu_symbolic* symbolic_ = nullptr;
   std::size_t bytes_ = 0;
+  Prediction prediction_;
 };
 
 class Klu final : public Factorization {
@@ -465,6 +592,7 @@ class Klu final : public Factorization {
       }
     }
     release();
+    if (Result fits = check_fits(Backend::klu, sym.ordering(), sym.prediction()); !fits) return fits;
     numeric_ = klu_factor(Ap, Ai, Ax, sym.handle(), &c_);
     if (!numeric_) {
       if (c_.status == KLU_SINGULAR) {
@@ -473,8 +601,20 @@ class Klu final : public Factorization {
         return {Status::singular,
                 fmt::format("klu: the matrix is singular (zero pivot in row {})", row), row, -1};
       }
-      return {c_.status == KLU_OUT_OF_MEMORY ? Status::out_of_memory : Status::backend_error,
-              fmt::format("klu_factor failed (status {})", c_.status), -1, -1};
+      if (c_.status == KLU_TOO_LARGE)
+        return {Status::too_large,
+                too_large_reason(Backend::klu, sym.ordering(), sym.prediction(),
+                                 ": more entries than KLU's 32-bit interface can index (KLU_TOO_LARGE)"),
+                -1, -1};
+      if (c_.status == KLU_OUT_OF_MEMORY)
+        return {
+            Status::out_of_memory,
+            fmt::format("klu: out of memory in the numeric factorization (estimated {} for the factors, {} "
+                        "were available before it)",
+                        format_bytes(sym.prediction().factor_bytes),
+                        format_bytes(static_cast<double>(available_memory()))),
+            -1, -1};
+      return {Status::backend_error, fmt::format("klu_factor failed (status {})", c_.status), -1, -1};
     }
     nnz_ = static_cast<std::size_t>(numeric_->lnz + numeric_->unz - size() + numeric_->nzoff);
     set_bytes(c_.memusage);

@@ -1,10 +1,12 @@
 // Internal: the backend factories and helpers shared by the backend sources and the cache.
 #pragma once
 
+#include <cstdint>
 #include <fem/solve/solve.hpp>
-
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace fem::solve::detail {
@@ -42,5 +44,42 @@ Result pin_null_space(const CsrMatrix& matrix, const NullSpace& null_space, std:
 
 /// Account for live factor bytes (adds `delta`).
 void add_live_factor_bytes(std::int64_t delta) noexcept;
+
+// --- too large is said early: predictions of the symbolic analysis against the memory -------
+
+/// Nonzeros (diagonal included) of the Cholesky factor of P (A + Aᵀ) Pᵀ, for the n × n pattern
+/// (offsets, indices: CSR or CSC alike; the diagonal and duplicates do not matter) and `order`
+/// new → old (order[k] = the index placed k-th; nullptr: natural). From the elimination tree
+/// and the column counts (Gilbert, Ng and Peyton's skeleton algorithm, as CSparse's cs_counts):
+/// O(nnz α(n)) time, 2 nnz + 6n integers of memory, no factor. Exact for a symmetric
+/// factorization with that ordering; for LU without pivoting L + U has 2 × this − n.
+std::int64_t cholesky_nonzeros(index_t n, const index_t* offsets, const index_t* indices,
+                               const index_t* order);
+
+/// What a symbolic analysis predicts of the numeric factorization.
+struct Prediction {
+  double nonzeros = -1;        ///< of the factors (L, or L + U); < 0: unknown
+  double factor_bytes = -1;    ///< the numeric factorization's memory; < 0: no prediction
+  double workspace_bytes = 0;  ///< the backend's work arrays while factorizing, where known
+  std::string basis;           ///< where it comes from, e.g. "predicted by CHOLMOD's symbolic analysis"
+};
+
+/// The prediction times this must fit in fem::memory_available(): 20% above the factor and the
+/// workspace the backends state, for what no estimate covers (allocator overhead and
+/// fragmentation, BLAS buffers, the solve's vectors, a pinned copy of the matrix).
+inline constexpr double memory_safety_factor = 1.2;
+
+/// Status::too_large, with the prediction against the memory available and what to do, when
+/// (factor + workspace) × memory_safety_factor exceeds fem::memory_available(); success
+/// otherwise and without a prediction. Called before the numeric factorization allocates.
+Result check_fits(Backend backend, Ordering ordering, const Prediction& prediction);
+
+/// The reason of a factorization refused for its size (`what`: why, e.g. "more than ... can
+/// index"), ending with what to do instead.
+std::string too_large_reason(Backend backend, Ordering ordering, const Prediction& prediction,
+                             std::string_view what);
+
+/// 3.1e9, 2.4e6; below a million the integer.
+std::string format_count(double count);
 
 }  // namespace fem::solve::detail
