@@ -69,15 +69,18 @@ void Assembler::matrix_into(const Elasticity& form, std::span<double> values) co
   form.poisson.check(space_.mesh().cell_tags(), "Poisson's ratio");
   const bool varies = form.young.varies_in_cell() || form.poisson.varies_in_cell();
   const int degree = quadrature_degree(2 * (space_.degree() - 1) + (varies ? 2 : 0));
+  const bool plane_stress = form.plane == Elasticity::Plane::stress;  // the kernel ignores it in 3D
   if (form.young.kind() == Coefficient::Kind::constant && form.poisson.kind() == Coefficient::Kind::constant)
     assemble_matrix<Blocks::vector>(
         space_, *plan_,
-        kernels::Elasticity<Constant, Constant>{{form.young(0, 0, nullptr)}, {form.poisson(0, 0, nullptr)}}, degree,
-        values, {}, false);
+        kernels::Elasticity<Constant, Constant>{
+            {form.young(0, 0, nullptr)}, {form.poisson(0, 0, nullptr)}, plane_stress},
+        degree, values, {}, false);
   else
     assemble_matrix<Blocks::vector>(
-        space_, *plan_, kernels::Elasticity<CoefficientRef, CoefficientRef>{{&form.young}, {&form.poisson}}, degree,
-        values, {}, varies);
+        space_, *plan_,
+        kernels::Elasticity<CoefficientRef, CoefficientRef>{{&form.young}, {&form.poisson}, plane_stress},
+        degree, values, {}, varies);
 }
 
 void Assembler::vector_into(const Source& form, std::span<double> b) const {

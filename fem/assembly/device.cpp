@@ -166,6 +166,7 @@ struct DeviceAssembler::Run {
   DeviceForm form;
   int quadrature_degree;
   TagCoefficient c0, c1;
+  bool plane_stress = false;
 };
 
 void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const {
@@ -177,6 +178,7 @@ void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const
   job.form = r.form;
   job.c0 = r.c0;
   job.c1 = r.c1;
+  job.plane_stress = r.plane_stress;
   job.num_cells = mesh_->num_cells;
   job.coords = mesh_->coords.data();
   job.cells = mesh_->cells.data();
@@ -244,7 +246,8 @@ void DeviceAssembler::matrix_into_device(const Elasticity& form, gpu::DeviceBuff
   const auto tags = space().mesh().cell_tags();
   run({DeviceForm::elasticity, host_.quadrature_degree(0),
        tag_coefficient(form.young, *mesh_, tags, "Young's modulus"),
-       tag_coefficient(form.poisson, *mesh_, tags, "Poisson's ratio")},
+       tag_coefficient(form.poisson, *mesh_, tags, "Poisson's ratio"),
+       form.plane == Elasticity::Plane::stress},
       values);
 }
 

@@ -70,10 +70,14 @@ struct Mass {
 };
 
 /// Linear elasticity: ∫ σ(u):ε(v), σ = λ tr(ε) I + 2μ ε, from Young's modulus E and Poisson's
-/// ratio nu (plane strain in 2D). Needs a space with one component per dimension.
+/// ratio nu. Needs a space with one component per dimension. In 2D `plane` picks plane strain
+/// (εzz = 0: λ = Eν/((1+ν)(1−2ν)), the default) or plane stress (σzz = 0: λ* = 2λμ/(λ+2μ) =
+/// Eν/(1−ν²) replaces λ, μ = E/(2(1+ν)) unchanged); 3D cells ignore it.
 struct Elasticity {
+  enum class Plane { strain, stress };
   Coefficient young = 1.0;
   Coefficient poisson = 0.3;
+  Plane plane = Plane::strain;
 };
 
 /// ∫ f v (scalar spaces).

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <type_traits>
 
+#include "fem/assembly/detail/kernels.hpp"
+
 namespace fem::assembly {
 
 std::vector<double> interpolate(const FunctionSpace& V, const VectorFunction& f) {
@@ -89,6 +91,7 @@ std::vector<double> cell_stress(const Assembler& A, std::span<const double> u, c
   form.poisson.check(mesh.cell_tags(), "Poisson's ratio");
   std::vector<double> stress(static_cast<std::size_t>(mesh.num_cells()) * 6, 0.0);
   const bool varies = form.young.varies_in_cell() || form.poisson.varies_in_cell();
+  const bool plane_stress = mesh.tdim() == 2 && form.plane == Elasticity::Plane::stress;
   // Each cell writes only its own six entries, so the threads of the cell loop never share one.
   integrate_cells<Blocks::vector>(V, A.plan(), [&](const auto& cv) {
     constexpr int dim = std::remove_cvref_t<decltype(cv)>::dim;
@@ -96,15 +99,18 @@ std::vector<double> cell_stress(const Assembler& A, std::span<const double> u, c
     for (int q = 0; q < cv.num_points; ++q) {
       const double* x = cv.point(q);
       const double E = form.young(cv.cell, cv.tag, x), nu = form.poisson(cv.cell, cv.tag, x);
-      const double lambda = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
+      const auto [lambda, mu] = kernels::lame(E, nu, plane_stress);
       double g[dim][dim];  // g[k][d] = ∂u_k/∂x_d
       for (int k = 0; k < dim; ++k) cv.u_grad(q, g[k], k);
       double trace = 0;
       for (int k = 0; k < dim; ++k) trace += g[k][k];
+      // In 2D the in-plane ε gives σzz = λ tr(ε) in plane strain (εzz = 0) and 0 in plane stress.
+      const double lambda_zz = plane_stress ? 0.0 : lambda;
       for (int a = 0; a < 3; ++a)
         for (int b = 0; b < 3; ++b) {
-          const double eps = a < dim && b < dim ? 0.5 * (g[a][b] + g[b][a]) : 0.0;  // plane strain: ε_zz = 0
-          sum[a][b] += cv.weight[q] * ((a == b ? lambda * trace : 0.0) + 2 * mu * eps);
+          const double eps = a < dim && b < dim ? 0.5 * (g[a][b] + g[b][a]) : 0.0;
+          sum[a][b] +=
+              cv.weight[q] * ((a == b ? (a < dim ? lambda : lambda_zz) * trace : 0.0) + 2 * mu * eps);
         }
       volume += cv.weight[q];
     }

@@ -176,6 +176,39 @@ TEST_P(DeviceAssemblyExec, InvertedCellIsNamed) {
   }
 }
 
+// Plane stress on the device: the host's matrix, which is plane strain with the converted material
+// E* = E(1+2ν)/(1+ν)², ν* = ν/(1+ν), and not the device's own plane-strain matrix.
+TEST_P(DeviceAssemblyExec, ElasticityPlaneStressEqualsHost) {
+  FEM_TEST_EXECUTOR(GetParam(), exec);
+  for (CellType type : {CellType::tri3, CellType::quad4}) {
+    Store store;
+    store.put("mesh/m", tagged(type, 12));
+    const FunctionSpace V("mesh/m", 1, 2, store);
+    const Assembler host(V);
+    const DeviceAssembler device(V, exec);
+    const std::map<int, double> E = {{1, 1.0}, {2, 3.5}, {3, 0.25}}, nu = {{1, 0.3}, {2, 0.1}, {3, 0.45}};
+    std::map<int, double> E_converted, nu_converted;
+    for (const auto& [tag, e] : E) {
+      const double v = nu.at(tag);
+      E_converted[tag] = e * (1 + 2 * v) / ((1 + v) * (1 + v));
+      nu_converted[tag] = v / (1 + v);
+    }
+    const std::size_t nnz = host.pattern()->nnz();
+    std::vector<double> expected(nnz), converted(nnz), got(nnz, 99.0), strain(nnz);
+    const Elasticity stress_form{Coefficient::per_tag(E), Coefficient::per_tag(nu),
+                                 Elasticity::Plane::stress};
+    host.matrix_into(stress_form, expected);
+    device.matrix_into(stress_form, got);
+    const std::string what(cell_info(type).name);
+    EXPECT_LE(relative_difference(got, expected), 1e-12) << what;
+    host.matrix_into(Elasticity{Coefficient::per_tag(E_converted), Coefficient::per_tag(nu_converted)},
+                     converted);
+    EXPECT_LE(relative_difference(got, converted), 1e-12) << what;
+    device.matrix_into(Elasticity{Coefficient::per_tag(E), Coefficient::per_tag(nu)}, strain);
+    EXPECT_GT(relative_difference(got, strain), 1e-3) << what;
+  }
+}
+
 TEST(DeviceAssemblyErrors, UnsupportedCoefficientAndSpace) {
   Store store;
   store.put("mesh/sq", mesh::unit_square(CellType::tri3, 4));

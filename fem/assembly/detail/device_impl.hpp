@@ -39,6 +39,7 @@ struct DeviceJob {
   int bs = 1, nq = 0;
   DeviceForm form = DeviceForm::diffusion;
   TagCoefficient c0, c1;         ///< k, rho or E; nu for elasticity
+  bool plane_stress = false;     ///< elasticity in 2D: plane stress instead of plane strain
   index_t num_cells = 0;
   const double* coords = nullptr;
   const index_t* cells = nullptr;
@@ -132,8 +133,8 @@ bool launch_forms(const gpu::Executor& exec, const DeviceJob& job) {
       return true;
     case DeviceForm::elasticity:
       if (job.bs != dim) return false;
-      launch_cells<Launch, E, dim, NQ>(exec, job,
-                                       kernels::Elasticity<TagCoefficient, TagCoefficient>{job.c0, job.c1});
+      launch_cells<Launch, E, dim, NQ>(
+          exec, job, kernels::Elasticity<TagCoefficient, TagCoefficient>{job.c0, job.c1, job.plane_stress});
       return true;
   }
   return false;

@@ -72,18 +72,29 @@ struct Mass {
   }
 };
 
-/// Linear elasticity from Young's modulus and Poisson's ratio (plane strain in 2D).
+/// Lamé's λ and μ from Young's modulus E and Poisson's ratio ν. Plane stress (2D, σzz = 0)
+/// replaces λ by λ* = 2λμ/(λ + 2μ) = Eν/(1 − ν²); plane strain (εzz = 0) and 3D keep λ.
+struct Lame {
+  double lambda, mu;
+};
+FEM_HD_INLINE Lame lame(double E, double nu, bool plane_stress) {
+  return {plane_stress ? E * nu / (1 - nu * nu) : E * nu / ((1 + nu) * (1 - 2 * nu)), E / (2 * (1 + nu))};
+}
+
+/// Linear elasticity from Young's modulus and Poisson's ratio: plane strain in 2D, or plane
+/// stress when `plane_stress` (which 3D cells ignore).
 template <class KE, class KNu>
 struct Elasticity {
   KE young;
   KNu poisson;
+  bool plane_stress = false;
   template <class CV>
   FEM_HD void operator()(const CV& cv, double* A) const {
     constexpr int n = CV::n, dim = CV::dim, nd = CV::ndofs;
     static_assert(CV::bs == CV::dim, "elasticity needs one component per dimension");
     for (int q = 0; q < cv.num_points; ++q) {
       const double E = young(cv.cell, cv.tag, cv.point(q)), nu = poisson(cv.cell, cv.tag, cv.point(q));
-      const double lambda = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
+      const auto [lambda, mu] = lame(E, nu, dim == 2 && plane_stress);
       const double w = cv.weight[q];
       for (int i = 0; i < n; ++i) {
         const double* gi = cv.basis_grad(q, i);
