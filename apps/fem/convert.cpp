@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
 #include "fem/mesh/check.hpp"
 #include "fem/mesh/vtu.hpp"
@@ -25,6 +26,16 @@ struct ConvertArgs {
 };
 
 void run_convert(const ConvertArgs& a) {
+  const std::filesystem::path out(a.out);
+  const std::string ext = out.extension().string();
+#ifdef FEM_APP_HAS_WRITE_GMSH
+  if (ext != ".vtu" && ext != ".msh")
+    throw InvalidArgument(fmt::format("cannot write '{}': unknown extension '{}' (use .vtu or .msh)", a.out, ext));
+#else
+  if (ext != ".vtu")
+    throw InvalidArgument(fmt::format("cannot write '{}': unknown extension '{}' (use .vtu)", a.out, ext));
+#endif
+  check_writable(out);  // before reading the mesh
   Mesh m = load_mesh(a.in);
   if (a.reorient) {
     const auto report = mesh::check(m);
@@ -32,9 +43,10 @@ void run_convert(const ConvertArgs& a) {
       m = mesh::reorient(m);
       fmt::print(stderr, "fem convert: reoriented {} inverted cells\n", report.inverted.size());
     }
+    if (!report.tangled.empty() || !report.degenerate.empty())
+      fmt::print(stderr, "fem convert: {} tangled and {} degenerate cells remain (no reordering fixes them)\n",
+                 report.tangled.size(), report.degenerate.size());
   }
-  const std::filesystem::path out(a.out);
-  const std::string ext = out.extension().string();
   if (ext == ".vtu") {
     mesh::VtuOptions o;
     o.encoding = a.encoding == "base64"  ? mesh::VtuEncoding::base64

@@ -1,6 +1,7 @@
 // fem elasticity: linear elasticity -div σ(u) = f, σ = λ tr(ε) I + 2μ ε with E and ν per cell tag
-// (plane strain in 2D); clamped, prescribed and free displacement components on tagged facets,
-// tractions, a body force; the von Mises stress per cell; errors against an exact displacement.
+// (plane strain in 2D, or plane stress with --plane stress); clamped, prescribed and free
+// displacement components on tagged facets, tractions, a body force; the von Mises stress per
+// cell; errors against an exact displacement.
 //   fem elasticity gen:square-tri3:32 --E all=200 --nu all=0.3 --fixed left --traction right=1,0
 //   fem elasticity meshes/plate_hole_v41.msh --fixed left --traction right=1,0 --output plate.vtu
 //   fem elasticity gen:cube-tet4:8 --fixed left --body-force 0,0,-1 --json -
@@ -26,25 +27,11 @@ struct ElasticityOptions {
   CommonOptions common;
   std::vector<std::string> young, poisson, fixed, dirichlet, traction;
   std::string body_force, exact;
+  std::string plane;  // "strain" or "stress" (2D only); empty: not given, plane strain
 };
 
 assembly::FacetSet facets(const Mesh& mesh, const std::string& option, const std::string& tag) {
   return tag == "all" ? assembly::FacetSet::all() : assembly::FacetSet::tagged({facet_tag(mesh, option, tag)});
-}
-
-/// Constant per-tag values of --E and --nu must be admissible: E > 0, -1 < ν < 1/2.
-void check_material(const Mesh& mesh, const std::vector<std::string>& values, const std::string& option,
-                    bool is_nu) {
-  for (const auto& v : values) {
-    const auto [tag, expr] = split_tagged(option, v);
-    const Expression e(option + " " + tag, expr, mesh.gdim());
-    if (!e.is_constant()) continue;
-    const double value = e(nullptr);
-    if (is_nu && !(value > -1.0 && value < 0.5))
-      throw Error(fmt::format("{} {}={}: Poisson's ratio must lie in (-1, 0.5)", option, tag, value));
-    if (!is_nu && !(value > 0.0 && std::isfinite(value)))
-      throw Error(fmt::format("{} {}={}: Young's modulus must be positive", option, tag, value));
-  }
 }
 
 /// The displacement's nodal values on the mesh nodes, 3 components per node (z = 0 in 2D) so
@@ -63,6 +50,7 @@ std::vector<double> nodal_displacement(const assembly::FunctionSpace& V, std::sp
 
 void run_elasticity(const ElasticityOptions& o) {
   const CommonOptions& c = o.common;
+  prepare_outputs(c, ".vtu", "VTU (a .vtu file: point data displacement, cell data von_mises and stress)");
   apply_threads(c);
   const solve::Options sopts = solve_options(c);
   Store& store = fem::store();
@@ -71,27 +59,31 @@ void run_elasticity(const ElasticityOptions& o) {
   const auto mesh = store.get<Mesh>(mesh_key);
   const int dim = mesh->tdim(), gdim = mesh->gdim();
   if (dim < 2 || dim != gdim)
-    throw Error(fmt::format("elasticity: mesh '{}' has {}D cells in {}D space; 2D (plane strain) or 3D cells in "
-                            "their own space are needed",
+    throw Error(fmt::format("elasticity: mesh '{}' has {}D cells in {}D space; 2D (plane strain or stress) "
+                            "or 3D cells in their own space are needed",
                             mesh->source(), dim, gdim));
+  if (dim == 3 && !o.plane.empty())
+    throw Error(fmt::format("--plane {}: mesh '{}' is 3D; plane strain and plane stress are 2D models",
+                            o.plane, mesh->source()));
+  const bool plane_stress = o.plane == "stress";
 
   // Every option is checked before the work starts.
-  check_material(*mesh, o.young, "--E", false);
-  check_material(*mesh, o.poisson, "--nu", true);
-  const assembly::Elasticity material{coefficient(*mesh, o.young, "--E", 1.0),
-                                      coefficient(*mesh, o.poisson, "--nu", 0.3)};
+  // E > 0 and -1 < ν < 1/2 at every point where an expression is evaluated, not only for constants.
+  const Admissible poisson_ratio{-1.0, 0.5, true, true, "Poisson's ratio must lie in (-1, 0.5)"};
+  const assembly::Elasticity material{
+      coefficient(*mesh, o.young, "--E", 1.0, Admissible::positive("Young's modulus")),
+      coefficient(*mesh, o.poisson, "--nu", 0.3, poisson_ratio),
+      plane_stress ? assembly::Elasticity::Plane::stress : assembly::Elasticity::Plane::strain};
   std::vector<assembly::Dirichlet> dirichlet;
   for (const auto& tag : o.fixed) dirichlet.push_back({facets(*mesh, "--fixed", tag), nullptr, -1});
-  for (const auto& v : o.dirichlet) {
-    const auto [tag, expr] = split_tagged("--dirichlet", v);
+  for (const auto& [tag, expr] : tagged_values(*mesh, "--dirichlet", o.dirichlet)) {
     const auto where = facets(*mesh, "--dirichlet", tag);
     const auto parts = vector_expression("--dirichlet " + tag, expr, dim, gdim, true);
     for (int k = 0; k < dim; ++k)
       if (parts[k]) dirichlet.push_back({where, parts[k]->function(), k});
   }
   std::vector<assembly::Neumann> tractions;
-  for (const auto& v : o.traction) {
-    const auto [tag, expr] = split_tagged("--traction", v);
+  for (const auto& [tag, expr] : tagged_values(*mesh, "--traction", o.traction)) {
     auto tags = facet_tags_of(*mesh, "--traction", tag);
     auto g = vector_function(vector_expression("--traction " + tag, expr, dim, gdim));
     tractions.push_back({std::move(tags), std::move(g)});
@@ -155,6 +147,8 @@ void run_elasticity(const ElasticityOptions& o) {
 
   if (!c.output.empty()) {
     w = Stopwatch();
+    require_finite(u, "elasticity: the displacement");
+    require_finite(stress, "elasticity: the stress");
     const auto nodal = nodal_displacement(V, u);
     const mesh::Field points[] = {{"displacement", 3, nodal}};
     const mesh::Field cells[] = {{"von_mises", 1, mises}, {"stress", 6, stress}};
@@ -164,11 +158,12 @@ void run_elasticity(const ElasticityOptions& o) {
 
   if (!c.json.empty()) {
     nlohmann::json j = linear_run_json("elasticity", c, *mesh, V.num_dofs(), bc.dofs.size(), *factor, t, store);
+    if (dim == 2) j["plane"] = plane_stress ? "stress" : "strain";
     j["solution"] = range_json(magnitude);  // of |u| at the DOF nodes
     for (const auto& [lo, hi] : ranges) j["solution"]["components"].push_back({{"min", lo}, {"max", hi}});
     add_solve_json(j, info);
     j["stress"] = {{"von_mises_min", mises_range["min"]}, {"von_mises_max", mises_range["max"]}};
-    if (exact) j["error"] = {{"l2", err.l2}, {"h1", err.h1}};
+    if (exact) j["error"] = error_json(err);
     if (!c.output.empty()) j["output"] = c.output;
     write_json(c.json, j);
   }
@@ -177,7 +172,7 @@ void run_elasticity(const ElasticityOptions& o) {
   fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", mesh->source(), mesh->num_nodes(), mesh->num_cells(),
              mesh->cell_info().name);
   fmt::print(out, "space       {} with {} dofs ({} constrained){}\n", V.name(), V.num_dofs(), bc.dofs.size(),
-             dim == 2 ? ", plane strain" : "");
+             dim == 2 ? (plane_stress ? ", plane stress" : ", plane strain") : "");
   print_solver(out, *factor);
   print_null_space(out, info);
   const auto r = range_json(magnitude);
@@ -186,7 +181,7 @@ void run_elasticity(const ElasticityOptions& o) {
     fmt::print(out, ", u{} in [{:.6g}, {:.6g}]", "xyz"[k], ranges[k].first, ranges[k].second);
   fmt::print(out, "\nvon Mises   min {:.6g}, max {:.6g}\n", mises_range["min"].get<double>(),
              mises_range["max"].get<double>());
-  if (exact) fmt::print(out, "error       L2 {:.6e}, H1 {:.6e}\n", err.l2, err.h1);
+  if (exact) print_errors(out, err);
   if (!c.output.empty()) fmt::print(out, "output      {}\n", c.output);
   print_timings(out, t, store);
 }
@@ -194,7 +189,8 @@ void run_elasticity(const ElasticityOptions& o) {
 }  // namespace
 
 void add_elasticity(CLI::App& app) {
-  auto* cmd = app.add_subcommand("elasticity", "linear elasticity (plane strain in 2D): displacement, von Mises stress");
+  auto* cmd = app.add_subcommand(
+      "elasticity", "linear elasticity (plane strain or stress in 2D): displacement, von Mises stress");
   auto o = std::make_shared<ElasticityOptions>();
   add_common_options(*cmd, o->common);
   add_compatibility_option(*cmd, o->common);
@@ -204,6 +200,10 @@ void add_elasticity(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--nu", o->poisson, "Poisson's ratio per cell tag: TAG=VALUE; default 0.3")
       ->allow_extra_args(false);
+  cmd->add_option("--plane", o->plane,
+                  "2D model: 'strain' (εzz = 0, the default) or 'stress' (σzz = 0: thin plates, Cook's "
+                  "membrane, NAFEMS LE1); an error on 3D meshes")
+      ->check(CLI::IsMember({"strain", "stress"}));
   cmd->add_option("--fixed", o->fixed, "clamp every displacement component on facets: TAG (name, number or 'all')")
       ->allow_extra_args(false);
   cmd->add_option("--dirichlet", o->dirichlet,

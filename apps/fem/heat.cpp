@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -22,23 +23,33 @@ namespace {
 struct HeatOptions {
   CommonOptions common;
   std::vector<std::string> coefficients, dirichlet, neumann;
-  std::string source, initial = "0";
+  std::string source, initial = "0", exact;
   double dt = 0;
   int steps = 0, every = 0;
 };
 
+// The .pvd of --output: FILE.pvd, or FOLDER/heat.pvd; folders created, writability checked.
 std::filesystem::path pvd_path(const std::string& output) {
   std::filesystem::path p(output);
-  if (p.extension() == ".pvd") {
-    if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-    return p;
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::error_code ec;
+  if (ext != ".pvd") {
+    if (!ext.empty() && !std::filesystem::is_directory(p, ec))
+      throw Error(fmt::format("--output '{}': heat writes a time series: give FILE.pvd, or a folder (FOLDER/heat.pvd "
+                              "with its frames)",
+                              output));
+    p /= "heat.pvd";
   }
-  std::filesystem::create_directories(p);
-  return p / "heat.pvd";
+  prepare_output("--output", p.string(), ".pvd", "a time series");
+  return p;
 }
 
 void run_heat(const HeatOptions& o) {
   const CommonOptions& c = o.common;
+  prepare_outputs(c, "", "");
+  const std::optional<std::filesystem::path> pvd =
+      c.output.empty() ? std::nullopt : std::optional(pvd_path(c.output));
   if (!(o.dt > 0) || !std::isfinite(o.dt)) throw Error(fmt::format("--dt {}: must be a positive time step", o.dt));
   if (o.steps < 1) throw Error(fmt::format("--steps {}: must be at least 1", o.steps));
   apply_threads(c);
@@ -53,6 +64,8 @@ void run_heat(const HeatOptions& o) {
   std::optional<Expression> source;
   if (!o.source.empty()) source.emplace("--source", o.source, mesh->gdim());
   const Expression initial("--initial", o.initial, mesh->gdim());
+  std::optional<Expression> exact;
+  if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh->gdim());
   const auto dirichlet = dirichlet_conditions(*mesh, o.dirichlet, keep);
   const auto neumann = neumann_conditions(*mesh, o.neumann, keep);
   const int every = o.every > 0 ? o.every : std::max(1, o.steps / 10);
@@ -92,16 +105,13 @@ void run_heat(const HeatOptions& o) {
   auto write_frame = [&](double time) {
     if (!series) return;
     Stopwatch ww;
+    require_finite(u, fmt::format("heat: the solution at t = {}", time));
     const auto nodal = node_values(V, u);
     const mesh::Field fields[] = {{"u", 1, nodal}};
     series->write(time, *mesh, fields);
     t.write += ww.seconds();
   };
-  if (!c.output.empty()) {
-    Stopwatch ww;
-    series.emplace(pvd_path(c.output));
-    t.write += ww.seconds();
-  }
+  if (pvd) series.emplace(*pvd);
   write_frame(0.0);
 
   const bool progress = !c.quiet && ::isatty(::fileno(stderr));
@@ -137,6 +147,11 @@ void run_heat(const HeatOptions& o) {
   }
   t.solve = solve_seconds;
 
+  assembly::Errors err;  // at the final time
+  if (exact) {
+    exact->set_time(o.steps * o.dt);
+    err = assembly::errors(*assembler, u, exact->vector_function());
+  }
   const std::int64_t factorizations = store.counter("solve.factorizations"),
                      cache_hits = store.counter("solve.cache_hits");
   if (!c.json.empty()) {
@@ -144,6 +159,7 @@ void run_heat(const HeatOptions& o) {
     j["time"] = {{"dt", o.dt}, {"steps", o.steps}, {"final", o.steps * o.dt}};
     j["solution"] = range_json(u);
     add_solve_json(j, info);
+    if (exact) j["error"] = error_json(err);
     if (series) {
       j["output"] = series->path().string();
       j["frames"] = series->steps().size();
@@ -163,6 +179,7 @@ void run_heat(const HeatOptions& o) {
   const auto r = range_json(u);
   fmt::print(out, "solution    at t = {}: min {:.6g}, max {:.6g}\n", o.steps * o.dt, r["min"].get<double>(),
              r["max"].get<double>());
+  if (exact) print_errors(out, err);
   if (series) fmt::print(out, "output      {} ({} frames)\n", series->path().string(), series->steps().size());
   print_timings(out, t, store);
 }
@@ -173,8 +190,8 @@ void add_heat(CLI::App& app) {
   auto* cmd = app.add_subcommand("heat", "backward Euler for u_t - div(k grad u) = f: one factorization, N solves");
   auto o = std::make_shared<HeatOptions>();
   add_common_options(*cmd, o->common);
-  cmd->add_option("--dt", o->dt, "time step")->required();
-  cmd->add_option("--steps", o->steps, "number of time steps")->required();
+  cmd->add_option("--dt", o->dt, "time step")->required()->check(positive_number());
+  cmd->add_option("--steps", o->steps, "number of time steps")->required()->check(at_least(1));
   cmd->add_option("--initial", o->initial, "u at t = 0 as an expression in x, y, z (default 0)");
   cmd->add_option("--coefficient", o->coefficients,
                   "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'); default 1")
@@ -187,8 +204,10 @@ void add_heat(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--output", o->common.output,
                   "write a time series: FILE.pvd, or a folder (FOLDER/heat.pvd), with FILE_NNNNNN.vtu frames");
+  cmd->add_option("--exact", o->exact,
+                  "exact solution in x, y, z and t: print its L2 and H1-seminorm errors at the final time");
   cmd->add_option("--every", o->every, "write a frame every K steps (default: about 10 frames)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->callback([o] { run_heat(*o); });
 }
 

@@ -5,6 +5,8 @@
 //   fem convert gen:cube-tet4:4 cube.vtu
 //   fem poisson gen:square-tri3:32 --source -6 --dirichlet all=1+x*x+2*y*y --exact 1+x*x+2*y*y
 //   fem elasticity gen:square-tri3:32 --fixed left --traction right=1,0 --output plate.vtu
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <exception>
 
@@ -14,6 +16,10 @@
 int main(int argc, char** argv) {
   CLI::App app{"fem: finite-element kernels that share state through one store"};
   app.require_subcommand(1);
+  // Parse errors are one line like every other error ("fem: error: --steps: 0 must be at least 1").
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return fmt::format("fem: error: {} (fem --help, or fem SUBCOMMAND --help)\n", e.what());
+  });
   fem::app::add_store_demo(app);
   fem::app::add_info(app);
   fem::app::add_convert(app);

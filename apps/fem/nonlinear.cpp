@@ -34,6 +34,7 @@ struct NonlinearOptions {
 
 void run_nonlinear(const NonlinearOptions& o) {
   const CommonOptions& c = o.common;
+  prepare_outputs(c, ".vtu", "VTU (a .vtu file: point data u)");
   if (o.problem != "bratu" && (o.continuation || o.lambda != 1.0))
     throw Error("--lambda and --continuation are for --problem bratu");
   if (o.problem == "bratu" && !o.source.empty()) throw Error("--source is for --problem quasilinear");
@@ -121,21 +122,25 @@ void run_nonlinear(const NonlinearOptions& o) {
   // What the phases do not name (norms, updates; with continuation, the failed steps) is solve's.
   t.solve = std::max(0.0, newton_seconds - phases.residual - phases.jacobian - phases.factorization);
 
+  const bool converged = o.continuation ? cont->reached_end : result.converged;
+  const std::string reason =
+      o.continuation && !converged
+          ? fmt::format("continuation stopped at lambda = {} (step below the minimum)", cont->last_parameter)
+          : std::string(newton::to_string(result.reason));
   assembly::Errors err;
   if (exact) err = assembly::errors(*assembler, u, exact->vector_function());
-  if (!c.output.empty()) {
+  // A run that did not converge writes no solution file (a previous one stays as it was): its
+  // last finite iterate is no solution of anything.
+  const bool write_output = !c.output.empty() && converged;
+  if (write_output) {
     w = Stopwatch();
+    require_finite(u, "nonlinear: the solution");
     const auto nodal = node_values(V, u);
     const mesh::Field fields[] = {{"u", 1, nodal}};
     mesh::write_vtu(c.output, *mesh, fields);
     t.write = w.seconds();
   }
 
-  const bool converged = o.continuation ? cont->reached_end : result.converged;
-  const std::string reason =
-      o.continuation && !converged
-          ? fmt::format("continuation stopped at lambda = {} (step below the minimum)", cont->last_parameter)
-          : std::string(newton::to_string(result.reason));
   if (!c.json.empty()) {
     nlohmann::json j;
     j["command"] = "nonlinear";
@@ -165,8 +170,8 @@ void run_nonlinear(const NonlinearOptions& o) {
                            {"reached_end", cont->reached_end},
                            {"parameters", cont->parameters},
                            {"failures", cont->failures}};
-    if (exact) j["error"] = {{"l2", err.l2}, {"h1", err.h1}};
-    if (!c.output.empty()) j["output"] = c.output;
+    if (exact) j["error"] = error_json(err);
+    if (write_output) j["output"] = c.output;
     write_json(c.json, j);
   }
   if (c.show_text()) {
@@ -182,8 +187,9 @@ void run_nonlinear(const NonlinearOptions& o) {
                  o.lambda, cont->parameters.size(), cont->failures);
     const auto r = range_json(u);
     fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", r["min"].get<double>(), r["max"].get<double>());
-    if (exact) fmt::print(out, "error       L2 {:.6e}, H1 {:.6e}\n", err.l2, err.h1);
-    if (!c.output.empty()) fmt::print(out, "output      {}\n", c.output);
+    if (exact) print_errors(out, err);
+    if (write_output) fmt::print(out, "output      {}\n", c.output);
+    if (!c.output.empty() && !converged) fmt::print(out, "output      none written: Newton did not converge\n");
     print_timings(out, t, store);
   }
   if (!converged) {
@@ -201,22 +207,22 @@ void add_nonlinear(CLI::App& app) {
   add_common_options(*cmd, o->common);
   cmd->add_option("--problem", o->problem, "bratu: -Δu = λ e^u; quasilinear: -div((1+u²)∇u) = f")
       ->check(CLI::IsMember({"bratu", "quasilinear"}));
-  cmd->add_option("--lambda", o->lambda, "λ of Bratu's problem (default 1)");
+  cmd->add_option("--lambda", o->lambda, "λ of Bratu's problem (default 1)")->check(finite_number());
   cmd->add_flag("--continuation", o->continuation, "Bratu: continue in λ from 0 up to --lambda");
   cmd->add_option("--source", o->source, "quasilinear: f as an expression in x, y, z (default 0)");
   cmd->add_option("--dirichlet", o->dirichlet, "u = EXPR on facets: TAG=EXPR (default all=0)")
       ->allow_extra_args(false);
   cmd->add_option("--exact", o->exact, "exact solution: print its L2 and H1 errors");
-  cmd->add_option("--lag", o->lag, "refresh the Jacobian every K iterations (1: full Newton)")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--lag", o->lag, "refresh the Jacobian every K iterations (1: full Newton)")->check(at_least(1));
   cmd->add_option("--anderson", o->anderson,
                   "Anderson-accelerate the steps that reuse a Jacobian, over the last M of them (0: chord steps)")
-      ->check(CLI::Range(0, 16));
+      ->check(between(0, 16));
   cmd->add_option("--line-search", o->line_search, "none or backtracking (Armijo)")
       ->check(CLI::IsMember({"none", "backtracking"}));
-  cmd->add_option("--max-iterations", o->max_iterations, "Newton iterations at most")->check(CLI::PositiveNumber);
-  cmd->add_option("--rtol", o->rtol, "residual tolerance relative to the initial residual");
-  cmd->add_option("--atol", o->atol, "absolute residual tolerance");
+  cmd->add_option("--max-iterations", o->max_iterations, "Newton iterations at most")->check(at_least(1));
+  cmd->add_option("--rtol", o->rtol, "residual tolerance relative to the initial residual")
+      ->check(non_negative_number());
+  cmd->add_option("--atol", o->atol, "absolute residual tolerance")->check(non_negative_number());
   cmd->add_option("--output", o->common.output, "write the solution to FILE.vtu (point data u)");
   cmd->callback([o] { run_nonlinear(*o); });
 }

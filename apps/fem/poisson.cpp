@@ -23,6 +23,7 @@ struct PoissonOptions {
 
 void run_poisson(const PoissonOptions& o) {
   const CommonOptions& c = o.common;
+  prepare_outputs(c, ".vtu", "VTU (a .vtu file: point data u, cell data grad_u)");
   apply_threads(c);
   const solve::Options sopts = solve_options(c);
   Store& store = fem::store();
@@ -70,6 +71,7 @@ void run_poisson(const PoissonOptions& o) {
 
   if (!c.output.empty()) {
     w = Stopwatch();
+    require_finite(u, "poisson: the solution");
     const auto nodal = node_values(V, u);
     std::vector<mesh::Field> points{{"u", 1, nodal}};
     std::vector<double> grad;
@@ -86,7 +88,7 @@ void run_poisson(const PoissonOptions& o) {
     nlohmann::json j = linear_run_json("poisson", c, *mesh, V.num_dofs(), bc.dofs.size(), *factor, t, store);
     j["solution"] = range_json(u);
     add_solve_json(j, info);
-    if (exact) j["error"] = {{"l2", err.l2}, {"h1", err.h1}};
+    if (exact) j["error"] = error_json(err);
     if (!c.output.empty()) j["output"] = c.output;
     write_json(c.json, j);
   }
@@ -99,7 +101,7 @@ void run_poisson(const PoissonOptions& o) {
   print_null_space(out, info);
   const auto r = range_json(u);
   fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", r["min"].get<double>(), r["max"].get<double>());
-  if (exact) fmt::print(out, "error       L2 {:.6e}, H1 {:.6e}\n", err.l2, err.h1);
+  if (exact) print_errors(out, err);
   if (!c.output.empty()) fmt::print(out, "output      {}\n", c.output);
   print_timings(out, t, store);
 }

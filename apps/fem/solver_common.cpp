@@ -15,6 +15,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
 #include "load_mesh.hpp"
 
@@ -40,20 +41,69 @@ struct LocalParser {
 
 }  // namespace
 
-Expression::Expression(std::string option, std::string text, int gdim) : state_(std::make_shared<State>()) {
+namespace {
+/// An '=' that is not part of ==, <=, >=, != assigns to a variable (muparser's =, +=, -=, ...).
+bool assigns(const std::string& text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '=') continue;
+    const char before = i > 0 ? text[i - 1] : ' ', after = i + 1 < text.size() ? text[i + 1] : ' ';
+    if (after == '=') {
+      ++i;
+      continue;
+    }
+    if (before != '<' && before != '>' && before != '!') return true;
+  }
+  return false;
+}
+
+std::string point_words(const double* x, int gdim) {
+  if (!x) return "";
+  static constexpr const char* names[] = {"x", "y", "z"};
+  std::string n, v;
+  for (int d = 0; d < gdim; ++d) {
+    n += fmt::format("{}{}", d ? ", " : "", names[d]);
+    v += fmt::format("{}{:.6g}", d ? ", " : "", x[d]);
+  }
+  return gdim == 1 ? fmt::format(" at x = {}", v) : fmt::format(" at ({}) = ({})", n, v);
+}
+}  // namespace
+
+Expression::Expression(std::string option, std::string text, int gdim, Admissible admissible)
+    : state_(std::make_shared<State>()) {
+  state_->option = std::move(option);
   state_->text = std::move(text);
   state_->gdim = gdim;
   state_->id = next_expression_id++;
+  state_->admissible = std::move(admissible);
+  if (assigns(state_->text))
+    throw Error(fmt::format("{} '{}': '=' assigns to a variable inside the expression (write a comparison as "
+                            "'==')",
+                            state_->option, state_->text));
+  double value = 0;
   try {
     LocalParser p(state_->text);
-    const double v = p.parser.Eval();
-    (void)v;
+    value = p.parser.Eval();
     const auto used = p.parser.GetUsedVar();
     state_->constant = used.empty();
     state_->uses_t = used.count("t") > 0;
   } catch (const mu::Parser::exception_type& e) {
-    throw Error(fmt::format("{} '{}': bad expression: {}", option, state_->text, e.GetMsg()));
+    throw Error(fmt::format("{} '{}': bad expression: {}", state_->option, state_->text, e.GetMsg()));
   }
+  // A constant is checked now, before any work; the others where they are evaluated.
+  if (state_->constant && (!std::isfinite(value) || !state_->admissible.contains(value)))
+    reject(value, nullptr, 0.0);
+}
+
+void Expression::reject(double value, const double* x, double t) const {
+  const State& s = *state_;
+  const std::string what = std::isnan(value)   ? std::string("is NaN")
+                           : std::isinf(value) ? fmt::format("is {}infinite", value < 0 ? "-" : "+")
+                                               : fmt::format("is {:.6g}", value);
+  throw Error(fmt::format("{} = '{}' {}{}{}{}", s.option, s.text, what, point_words(x, s.gdim),
+                          s.uses_t ? fmt::format(", t = {:.6g}", t) : "",
+                          std::isfinite(value) && !s.admissible.words.empty() ? ": " + s.admissible.words
+                          : std::isfinite(value)                             ? ""
+                                                                             : ": a value must be finite"));
 }
 
 double Expression::operator()(const double* x) const {
@@ -65,7 +115,10 @@ double Expression::operator()(const double* x) const {
   p->y = d > 1 ? x[1] : 0.0;
   p->z = d > 2 ? x[2] : 0.0;
   p->t = state_->t.load(std::memory_order_relaxed);
-  return p->parser.Eval();
+  const double v = p->parser.Eval();
+  if (!std::isfinite(v) || !state_->admissible.contains(v)) [[unlikely]]
+    reject(v, x, p->t);
+  return v;
 }
 
 assembly::Function Expression::function() const {
@@ -124,11 +177,38 @@ int cell_tag(const Mesh& mesh, const std::string& option, const std::string& tag
   return resolve_tag(mesh, mesh.tdim(), option, tag, "cell");
 }
 
+std::vector<TaggedExpression> tagged_values(const Mesh& mesh, const std::string& option,
+                                            const std::vector<std::string>& values, bool facets) {
+  std::vector<TaggedExpression> out;
+  std::map<int, std::size_t> seen;  // resolved tag (all: INT_MIN) -> index in out
+  for (const auto& v : values) {
+    TaggedExpression te = split_tagged(option, v);
+    const auto trim = [](const std::string& s) {
+      const auto a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+      return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+    };
+    te.expr = trim(te.expr);
+    const int key = te.tag == "all"   ? std::numeric_limits<int>::min()
+                    : facets          ? facet_tag(mesh, option, te.tag)
+                                      : cell_tag(mesh, option, te.tag);
+    if (const auto it = seen.find(key); it != seen.end()) {
+      const TaggedExpression& first = out[it->second];
+      if (first.expr != te.expr)
+        throw Error(fmt::format("{}: tag '{}'{} is given two values, '{}' and '{}' (one value per tag)", option,
+                                first.tag, te.tag == first.tag ? "" : fmt::format(" (also as '{}')", te.tag),
+                                first.expr, te.expr));
+      continue;
+    }
+    seen.emplace(key, out.size());
+    out.push_back(std::move(te));
+  }
+  return out;
+}
+
 std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh, const std::vector<std::string>& values,
                                                       std::vector<Expression>& keep) {
   std::vector<assembly::Dirichlet> out;
-  for (const auto& v : values) {
-    const auto [tag, expr] = split_tagged("--dirichlet", v);
+  for (const auto& [tag, expr] : tagged_values(mesh, "--dirichlet", values)) {
     keep.emplace_back("--dirichlet " + tag, expr, mesh.gdim());
     assembly::Dirichlet d;
     d.where = tag == "all" ? assembly::FacetSet::all()
@@ -142,8 +222,7 @@ std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh, const st
 std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::vector<std::string>& values,
                                                   std::vector<Expression>& keep) {
   std::vector<assembly::Neumann> out;
-  for (const auto& v : values) {
-    const auto [tag, expr] = split_tagged("--neumann", v);
+  for (const auto& [tag, expr] : tagged_values(mesh, "--neumann", values)) {
     keep.emplace_back("--neumann " + tag, expr, mesh.gdim());
     out.push_back(assembly::Neumann::scalar(facet_tags_of(mesh, "--neumann", tag), keep.back().function()));
   }
@@ -151,12 +230,11 @@ std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::v
 }
 
 assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values, const std::string& option,
-                                  double otherwise) {
+                                  double otherwise, const Admissible& admissible) {
   std::optional<Expression> everywhere;
   std::map<int, double> per_tag;
-  for (const auto& v : values) {
-    const auto [tag, expr] = split_tagged(option, v);
-    Expression e(option + " " + tag, expr, mesh.gdim());
+  for (const auto& [tag, expr] : tagged_values(mesh, option, values, /*facets=*/false)) {
+    Expression e(option + " " + tag, expr, mesh.gdim(), admissible);
     if (tag == "all") {
       everywhere = e;
       continue;
@@ -267,10 +345,42 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
                  "or debug-device (the device code path on the CPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "debug-device"}))
       ->each(check_device);  // fails at parse time, before any work, in every subcommand
-  cmd.add_option("--threads", o.threads, "assembly threads (OpenMP; 0: its default)")->check(CLI::NonNegativeNumber);
+  cmd.add_option("--threads", o.threads, "assembly threads (OpenMP; 0: its default)")->check(at_least(0));
   cmd.add_option("--json", o.json,
                  "write the results as JSON to FILE ('-': standard output; the text then goes to standard error)");
   cmd.add_flag("--quiet,-q", o.quiet, "print nothing but errors (and the JSON)");
+}
+
+namespace {
+CLI::Validator number_check(std::string words, std::function<bool(double)> ok) {
+  return CLI::Validator(
+      [words, ok](std::string& text) -> std::string {
+        double v = 0;
+        const char* end = text.data() + text.size();
+        const auto [p, ec] = std::from_chars(text.data(), end, v);
+        if (ec != std::errc() || p != end) return fmt::format("'{}' is not a number", text);
+        if (!ok(v)) return fmt::format("{} {}", text, words);
+        return {};
+      },
+      "", "");
+}
+}  // namespace
+
+CLI::Validator at_least(double lo) {
+  return number_check(fmt::format("must be at least {}", lo), [lo](double v) { return v >= lo; });
+}
+CLI::Validator positive_number() {
+  return number_check("must be positive", [](double v) { return v > 0 && std::isfinite(v); });
+}
+CLI::Validator non_negative_number() {
+  return number_check("must be at least 0 (and finite)", [](double v) { return v >= 0 && std::isfinite(v); });
+}
+CLI::Validator finite_number() {
+  return number_check("must be a finite number", [](double v) { return std::isfinite(v); });
+}
+CLI::Validator between(double lo, double hi) {
+  return number_check(fmt::format("must lie between {} and {}", lo, hi),
+                      [lo, hi](double v) { return v >= lo && v <= hi; });
 }
 
 void add_compatibility_option(CLI::App& cmd, CommonOptions& o) {
@@ -278,7 +388,7 @@ void add_compatibility_option(CLI::App& cmd, CommonOptions& o) {
                  "without constraints that stop every rigid motion (no Dirichlet condition): the largest relative "
                  "defect of the data (e.g. |∫f + ∫g| / ∫|f| + ∫|g|) solved as compatible, with its part along the "
                  "free motions removed (default 1e-6)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(between(0, 1));
 }
 
 void apply_threads(const CommonOptions& o) {
@@ -431,6 +541,14 @@ nlohmann::json range_json(std::span<const double> u) {
   return {{"min", *lo}, {"max", *hi}};
 }
 
+nlohmann::json error_json(const assembly::Errors& e) {
+  return {{"l2", e.l2}, {"h1_seminorm", e.h1}, {"h1", e.h1}};
+}
+
+void print_errors(std::FILE* out, const assembly::Errors& e) {
+  fmt::print(out, "error       L2 {:.6e}, H1 seminorm {:.6e}\n", e.l2, e.h1);
+}
+
 void print_timings(std::FILE* out, const Timings& t, const Store& store) {
   fmt::print(out, "\nphase          seconds\n");
   for (const auto& [name, s] : {std::pair{"read_mesh", t.read_mesh}, {"connectivity", t.connectivity},
@@ -442,6 +560,57 @@ void print_timings(std::FILE* out, const Timings& t, const Store& store) {
   fmt::print(out, "\n");
 }
 
+void create_parent_folders(const std::string& option, const std::filesystem::path& path) {
+  const auto folder = path.parent_path();
+  if (folder.empty()) return;
+  std::error_code ec;
+  if (std::filesystem::is_directory(folder, ec)) return;
+  std::filesystem::create_directories(folder, ec);
+  if (ec) {
+    try {
+      check_writable(path);  // says which part of the path is in the way
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", option, e.what()));
+    }
+    throw Error(fmt::format("{} '{}': cannot create the folder '{}': {}", option, path.string(), folder.string(),
+                            ec.message()));
+  }
+}
+
+void prepare_output(const std::string& option, const std::string& path, const std::string& extension,
+                    const std::string& writes) {
+  if (path.empty()) return;
+  const std::filesystem::path p(path);
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (ext != extension)
+    throw Error(fmt::format("{} '{}': this subcommand writes {}; give a file name ending in {}", option, path, writes,
+                            extension));
+  create_parent_folders(option, p);
+  try {
+    check_writable(p);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", option, e.what()));
+  }
+}
+
+void prepare_outputs(const CommonOptions& o, const std::string& extension, const std::string& writes) {
+  if (!extension.empty()) prepare_output("--output", o.output, extension, writes);
+  if (o.json.empty() || o.json == "-") return;
+  create_parent_folders("--json", o.json);
+  try {
+    check_writable(o.json);
+  } catch (const Error& e) {
+    throw Error(fmt::format("--json: {}", e.what()));
+  }
+}
+
+void require_finite(std::span<const double> values, const std::string& what) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (!std::isfinite(values[i])) [[unlikely]]
+      throw NumericalError(fmt::format("{}: entry {} is {}; nothing is written", what, i, values[i]));
+}
+
 void write_json(const std::string& file, const nlohmann::json& j) {
   if (file.empty()) return;
   const std::string text = j.dump(2) + "\n";
@@ -449,10 +618,7 @@ void write_json(const std::string& file, const nlohmann::json& j) {
     std::cout << text << std::flush;
     return;
   }
-  std::ofstream out(file);
-  out << text;
-  out.close();
-  if (!out) throw Error(fmt::format("cannot write '{}'", file));
+  write_file_atomically(file, text);
 }
 
 namespace {

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -24,14 +26,31 @@
 
 namespace fem::app {
 
+/// The values a quantity may take, in words for messages ("must be positive").
+struct Admissible {
+  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+  bool lo_open = true, hi_open = true;
+  std::string words;  ///< e.g. "must be positive"; empty: any finite value
+  bool contains(double v) const noexcept {
+    return (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+  }
+  static Admissible any() { return {}; }
+  static Admissible positive(std::string what) {
+    return {0.0, std::numeric_limits<double>::infinity(), true, true, what + " must be positive"};
+  }
+};
+
 /// A muparser expression in x, y, z and t. Parsed and checked once at construction (a bad
-/// expression is a fem::Error naming `option` and the text); evaluation uses one parser per
-/// thread, so the functions it makes may be called from OpenMP threads. t is shared by all
-/// copies and set with set_time() between assemblies.
+/// expression, or one that assigns to a variable, is a fem::Error naming `option` and the text);
+/// evaluation uses one parser per thread, so the functions it makes may be called from OpenMP
+/// threads. Every value it gives is checked where it is evaluated: NaN or infinite, or outside
+/// `admissible`, is a fem::Error naming the option, the text, the value and the point (x, y, z,
+/// t). t is shared by all copies and set with set_time() between assemblies.
 class Expression {
  public:
-  Expression(std::string option, std::string text, int gdim);
+  Expression(std::string option, std::string text, int gdim, Admissible admissible = {});
   const std::string& text() const noexcept { return state_->text; }
+  const std::string& option() const noexcept { return state_->option; }
   void set_time(double t) const { state_->t.store(t); }
   double operator()(const double* x) const;
   assembly::Function function() const;
@@ -43,13 +62,15 @@ class Expression {
 
  private:
   struct State {
-    std::string text;
+    std::string option, text;
     int gdim = 2;
     std::uint64_t id = 0;
     std::atomic<double> t{0.0};
     bool constant = false;
     bool uses_t = false;
+    Admissible admissible;
   };
+  [[noreturn]] void reject(double value, const double* x, double t) const;
   std::shared_ptr<State> state_;
 };
 
@@ -69,6 +90,12 @@ std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, cons
 /// The same for cell tags.
 int cell_tag(const Mesh& mesh, const std::string& option, const std::string& tag);
 
+/// The values of a repeatable TAG=VALUE option, split, with a tag given twice with different
+/// values refused (the same value twice is harmless). Tags are compared as the mesh resolves
+/// them (a name and its number are one tag; `all` is its own).
+std::vector<TaggedExpression> tagged_values(const Mesh& mesh, const std::string& option,
+                                            const std::vector<std::string>& values, bool facets = true);
+
 /// Dirichlet conditions from `--dirichlet TAG=EXPR` values.
 std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh, const std::vector<std::string>& values,
                                                       std::vector<Expression>& keep);
@@ -76,9 +103,12 @@ std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh, const st
 std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::vector<std::string>& values,
                                                   std::vector<Expression>& keep);
 /// The coefficient from `--coefficient TAG=VALUE` values (default `otherwise`; `all` sets the
-/// default); `option` names the option in messages (e.g. "--E").
+/// default); `option` names the option in messages (e.g. "--E"). Every value, constant or
+/// evaluated at a point, must be `admissible` (by default: positive). A tag given twice with
+/// different values is an error.
 assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values,
-                                  const std::string& option = "--coefficient", double otherwise = 1.0);
+                                  const std::string& option = "--coefficient", double otherwise = 1.0,
+                                  const Admissible& admissible = Admissible::positive("the coefficient"));
 
 /// The components of a vector expression `EXPR,EXPR[,EXPR]` (split at commas outside
 /// parentheses), exactly `components` of them, else a fem::Error naming `option`. With
@@ -87,6 +117,13 @@ std::vector<std::optional<Expression>> vector_expression(const std::string& opti
                                                          int components, int gdim, bool allow_free = false);
 /// A function from the components of a vector expression (none of them free).
 assembly::VectorFunction vector_function(const std::vector<std::optional<Expression>>& components);
+
+/// CLI11 checks that say what is wrong in words ("--every 0: must be at least 1").
+CLI::Validator at_least(double lo);
+CLI::Validator positive_number();
+CLI::Validator non_negative_number();
+CLI::Validator between(double lo, double hi);
+CLI::Validator finite_number();
 
 /// Wall-clock phases in the order of the table.
 struct Timings {
@@ -196,9 +233,28 @@ nlohmann::json linear_run_json(const char* command, const CommonOptions& c, cons
                                std::size_t dirichlet_dofs, const solve::Factorization& factor, const Timings& t,
                                const Store& store);
 nlohmann::json range_json(std::span<const double> u);
+/// The errors against an exact solution: {l2, h1_seminorm, h1}; `h1` repeats the seminorm under
+/// its old name for one release (it never was the full H1 norm).
+nlohmann::json error_json(const assembly::Errors& e);
+/// The "error" line of the text summary.
+void print_errors(std::FILE* out, const assembly::Errors& e);
 /// Print the timing table and cache counters to `out`.
 void print_timings(std::FILE* out, const Timings& t, const Store& store);
-/// Write the JSON to the file, or stdout for "-"; nothing when `file` is empty.
+/// Checks an output path before any work: its extension must be `extension` (the format follows
+/// the extension: anything else is an error saying what the subcommand writes), missing folders
+/// are created, and the folder must be writable (a path through a regular file is an error in
+/// words, not a filesystem exception).
+void prepare_output(const std::string& option, const std::string& path, const std::string& extension,
+                    const std::string& writes);
+/// prepare_output for --output (when `extension` is not empty) and the --json file's folder.
+void prepare_outputs(const CommonOptions& o, const std::string& extension, const std::string& writes);
+/// The folder of `path` created when missing, with errors in words.
+void create_parent_folders(const std::string& option, const std::filesystem::path& path);
+/// A result about to be written must be finite: a fem::Error naming `what` and the first entry
+/// otherwise (results never carry NaN).
+void require_finite(std::span<const double> values, const std::string& what);
+
+/// Write the JSON to the file, or stdout for "-"; nothing when `file` is empty. All or nothing.
 void write_json(const std::string& file, const nlohmann::json& j);
 
 /// The mesh-node values of a space's solution (P1: the DOFs in mesh node order; P2: the

@@ -252,7 +252,11 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
     // Newton step and line search; a failure with a reused Jacobian retries with a fresh one.
     double lambda = 1, fnew = 0;
     for (;;) {
-      if (!timed(timings.solve, [&] { return factors->solve(F, delta).ok(); })) {
+      const bool solved = timed(timings.solve, [&] { return factors->solve(F, delta).ok(); });
+      // Solves with a held factorization count with the store path's (one right-hand side each).
+      store.count("solve.solves");
+      store.count("solve.rhs");
+      if (!solved) {
         if (refreshed) return finish(Reason::diverged_linear_solve);
         if (!refresh()) return finish(Reason::diverged_linear_solve);
         refreshed = true;

@@ -302,4 +302,92 @@ TEST(FemDevice, DebugDeviceMatchesTheCpu) {
   fs::remove_all(dir);
 }
 
+// --plane stress: a plate on rollers pulled by σxx = t has εxx = t/E, εyy = −ν t/E (plane strain:
+// εxx = (1−ν²) t/E, εyy = −ν(1+ν) t/E), read from the displacement ranges (ux = εxx x, uy = εyy y on
+// the unit square), σzz = 0 in the .vtu and a von Mises stress of |t|; `plane` in the JSON and the
+// text summary.
+TEST(FemElasticity, PlaneStressUniaxialTension) {
+  const auto dir = temp_dir();
+  const double E = 5, nu = 0.3, t = 2;
+  const std::string run = fmt::format(
+      "elasticity gen:square-tri3:8 --E all={} --nu all={} --dirichlet left=0,free "
+      "--dirichlet bottom=free,0 --traction right={},0",
+      E, nu, t);
+  for (int order : {1, 2}) {
+    const auto out = dir / "plate.vtu";
+    const auto j =
+        run_json(fmt::format("{} --order {} --plane stress --output '{}'", run, order, out.string()), dir);
+    ASSERT_FALSE(j.is_null()) << order;
+    EXPECT_EQ(j["plane"], "stress");
+    const auto& u = j["solution"]["components"];
+    EXPECT_NEAR(number(u[0]["min"]), 0.0, 1e-12);
+    EXPECT_NEAR(number(u[0]["max"]), t / E, 1e-12) << "εxx = t/E";
+    EXPECT_NEAR(number(u[1]["min"]), -nu * t / E, 1e-12) << "εyy = -ν t/E";
+    EXPECT_NEAR(number(u[1]["max"]), 0.0, 1e-12);
+    EXPECT_NEAR(number(j["stress"]["von_mises_min"]), t, 1e-10);
+    EXPECT_NEAR(number(j["stress"]["von_mises_max"]), t, 1e-10);
+    const auto vtu = fem::mesh::read_vtu(out);
+    const auto* stress = vtu.cell_array("stress");
+    ASSERT_TRUE(stress != nullptr);
+    for (std::size_t c = 0; c < vtu.num_cells(); ++c) {
+      EXPECT_NEAR(stress->values[c * 6 + 0], t, 1e-10);  // σxx
+      EXPECT_EQ(stress->values[c * 6 + 2], 0.0);         // σzz
+    }
+  }
+  // Plane strain, by default and by name: the stiffer plate.
+  for (const std::string plane : {"", " --plane strain"}) {
+    const auto j = run_json(run + plane, dir);
+    ASSERT_FALSE(j.is_null()) << plane;
+    EXPECT_EQ(j["plane"], "strain") << plane;
+    EXPECT_NEAR(number(j["solution"]["components"][0]["max"]), (1 - nu * nu) * t / E, 1e-12) << plane;
+    EXPECT_NEAR(number(j["solution"]["components"][1]["min"]), -nu * (1 + nu) * t / E, 1e-12) << plane;
+  }
+  // The text summary names the model.
+  const CliResult r = fem_run(run + " --plane stress", dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("), plane stress"), std::string::npos) << r.out;
+  EXPECT_NE(fem_run(run, dir).out.find("), plane strain"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(FemElasticity, PlaneOptionErrorsAreOneLine) {
+  const auto dir = temp_dir();
+  expect_one_line_naming(fem_run("elasticity gen:square-tri3:4 --fixed left --plane foo", dir), "--plane");
+  // 3D meshes have no plane model: an error rather than an option silently ignored.
+  for (const char* plane : {"stress", "strain"})
+    expect_one_line_naming(
+        fem_run(std::string("elasticity gen:cube-tet4:2 --fixed left --body-force 0,0,-1 --plane ") + plane,
+                dir),
+        "--plane");
+  const auto j = run_json("elasticity gen:cube-tet4:2 --fixed left --body-force 0,0,-1", dir);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_FALSE(j.contains("plane"));
+  fs::remove_all(dir);
+}
+
+// --plane stress goes through the device assembly too: the debug device's solution is the CPU's.
+TEST(FemDevice, DebugDevicePlaneStressMatchesTheCpu) {
+  const auto dir = temp_dir();
+  for (const char* mesh : {"gen:square-tri3:8", "gen:square-quad4:8"}) {
+    const std::string base =
+        std::string("elasticity ") + mesh + " --fixed left --traction right=0,-1 --E all=3 --nu all=0.4";
+    const std::string args = base + " --plane stress";
+    const auto dev = run_json(args + " --device debug-device", dir);
+    const auto cpu = run_json(args, dir);
+    const auto strain = run_json(base, dir);
+    ASSERT_FALSE(dev.is_null() || cpu.is_null() || strain.is_null()) << args;
+    EXPECT_EQ(dev["plane"], "stress");
+    for (int k = 0; k < 2; ++k)
+      for (const char* m : {"min", "max"}) {
+        const double a = number(dev["solution"]["components"][k][m]),
+                     b = number(cpu["solution"]["components"][k][m]);
+        EXPECT_NEAR(a, b, 1e-10 * std::max(1.0, std::abs(b))) << args << " component " << k << " " << m;
+      }
+    // Plane stress is the softer model: a larger deflection.
+    EXPECT_LT(number(cpu["solution"]["components"][1]["min"]),
+              number(strain["solution"]["components"][1]["min"]));
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace

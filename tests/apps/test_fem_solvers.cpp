@@ -227,6 +227,9 @@ TEST(FemNonlinear, BratuConvergesForSmallLambda) {
   ASSERT_FALSE(lagged.is_null());
   EXPECT_EQ(lagged["newton"]["converged"], true);
   EXPECT_LT(lagged["cache"]["factorizations"].get<int>(), lagged["newton"]["iterations"].get<int>());
+  // Newton's linear solves are the solve kernel's: one per iteration, whatever the lag.
+  EXPECT_EQ(j["cache"]["solves"], j["newton"]["iterations"]);
+  EXPECT_GE(lagged["cache"]["solves"].get<int>(), lagged["newton"]["iterations"].get<int>());
   // --anderson: one factorization carries the solve near the fold, in far fewer iterations
   // than the plain chord steps, to the same solution.
   const std::string near_fold = "nonlinear gen:square-tri3:16 --problem bratu --lambda 6 --lag 1000 --rtol 1e-10";
@@ -313,7 +316,7 @@ TEST(FemPoisson, PureNeumannIsSolvedWithZeroMeanOrRefused) {
 
 TEST(FemPoisson, JsonReportsTheRelativeResidual) {
   const auto dir = temp_dir();
-  for (const std::string cmd : {poisson_quadratic(8, 1), std::string("heat gen:square-tri3:8 --dt 0.1 --steps 3 "
+  for (const std::string& cmd : {poisson_quadratic(8, 1), std::string("heat gen:square-tri3:8 --dt 0.1 --steps 3 "
                                                                      "--dirichlet all=1")}) {
     const auto j = run_json(cmd, dir);
     ASSERT_FALSE(j.is_null()) << cmd;
@@ -321,6 +324,96 @@ TEST(FemPoisson, JsonReportsTheRelativeResidual) {
     EXPECT_LT(j["solve"]["relative_residual"].get<double>(), 1e-12) << cmd;
     EXPECT_EQ(j["solution"]["normalization"], "none") << cmd;
   }
+  fs::remove_all(dir);
+}
+
+// Data given as expressions are checked at every point where they are evaluated: a NaN or an
+// infinity, or a value outside the physical range, is a one-line error naming the option, the
+// tag and the point, not a "singular matrix" or a file full of NaN.
+TEST(FemSolvers, DataAreValidatedWhereTheyAreEvaluated) {
+  const auto dir = temp_dir();
+  const std::string p = "poisson gen:square-tri3:8 ";
+  auto expect_named = [&](const std::string& args, std::initializer_list<const char*> names) {
+    const auto r = fem_run(args, dir);
+    for (const char* n : names) expect_one_line_naming(r, n);
+    EXPECT_EQ(r.status, 1) << args;
+  };
+  expect_named(p + "--dirichlet 'left=log(y-0.5)' --dirichlet right=0", {"--dirichlet left", "NaN", "(x, y) = (0,"});
+  expect_named(p + "--dirichlet all=0 --source '0/(x-x)'", {"--source", "NaN", "(x, y)"});
+  expect_named(p + "--dirichlet left=0 --neumann 'right=sqrt(y-0.5)'", {"--neumann right", "NaN", "(x, y) = (1,"});
+  expect_named(p + "--dirichlet 'all=sqrt(-1)'", {"--dirichlet all", "NaN"});
+  expect_named(p + "--dirichlet all=0 --coefficient 'all=x-0.5'", {"--coefficient all", "must be positive", "(x, y)"});
+  expect_named(p + "--dirichlet all=0 --coefficient all=0", {"--coefficient all", "must be positive"});
+  expect_named(p + "--dirichlet all=0 --exact 'sqrt(x-0.5)'", {"--exact", "NaN"});
+  const std::string e = "elasticity gen:square-tri3:8 --fixed left ";
+  expect_named(e + "--nu 'all=0.6*x'", {"--nu all", "Poisson's ratio must lie in (-1, 0.5)", "(x, y)"});
+  expect_named(e + "--E 'all=x-0.2'", {"--E all", "Young's modulus must be positive", "(x, y)"});
+  expect_named(e + "--traction 'right=1,1/(y-y)'", {"--traction right (component 2)", "infinite"});
+  const std::string h = "heat gen:square-tri3:8 --dt 0.1 --steps 3 --dirichlet all=0 ";
+  expect_named(h + "--source '1/(t-0.2)'", {"--source", "infinite", "t = 0.2"});
+  expect_named(h + "--initial 'sqrt(x-0.5)'", {"--initial", "NaN"});
+  expect_named("nonlinear gen:square-tri3:8 --dirichlet 'all=log(x-0.5)'", {"--dirichlet all", "NaN"});
+  fs::remove_all(dir);
+}
+
+// The small things a user trips over: ranges in words, one value per tag, no assignment hidden in
+// an expression.
+TEST(FemSolvers, OptionErrorsSayWhatIsWrongInWords) {
+  const auto dir = temp_dir();
+  auto expect_words = [&](const std::string& args, const char* option, const char* words) {
+    const auto r = fem_run(args, dir);
+    expect_one_line_naming(r, option);
+    expect_one_line_naming(r, words);
+    EXPECT_EQ(r.err.find("1797693"), std::string::npos) << r.err;  // not DBL_MAX spelled out
+  };
+  const std::string h = "heat gen:square-tri3:4 --dirichlet all=0 ";
+  expect_words(h + "--dt 0.1 --steps 0", "--steps", "must be at least 1");
+  expect_words(h + "--dt 0.1 --steps 2 --every 0", "--every", "must be at least 1");
+  expect_words(h + "--dt -1 --steps 2", "--dt", "must be positive");
+  expect_words(h + "--dt nan --steps 2", "--dt", "must be positive");
+  expect_words("poisson gen:square-tri3:4 --dirichlet all=0 --threads -1", "--threads", "must be at least 0");
+  for (const char* bad : {"nan", "-1", "inf"}) {
+    expect_words(std::string("nonlinear gen:square-tri3:4 --rtol ") + bad, "--rtol", "must be at least 0");
+    expect_words(std::string("nonlinear gen:square-tri3:4 --atol ") + bad, "--atol", "must be at least 0");
+  }
+  expect_words("nonlinear gen:square-tri3:4 --lag 0", "--lag", "must be at least 1");
+  expect_words("nonlinear gen:square-tri3:4 --lambda nan", "--lambda", "finite");
+  // One value per tag: given twice (also by name and by number) with different values.
+  const std::string p = "poisson gen:square-tri3:4 ";
+  expect_words(p + "--dirichlet left=1 --dirichlet left=2", "--dirichlet", "two values");
+  expect_words(p + "--dirichlet left=1 --dirichlet 1=2", "--dirichlet", "two values");
+  expect_words(p + "--dirichlet all=0 --neumann right=1 --neumann right=3", "--neumann", "two values");
+  expect_words(p + "--dirichlet all=0 --coefficient all=1 --coefficient all=2", "--coefficient", "two values");
+  expect_words("elasticity gen:square-tri3:4 --fixed left --traction right=1,0 --traction right=2,0", "--traction",
+               "two values");
+  EXPECT_FALSE(run_json(p + "--dirichlet left=1 --dirichlet left=1 --dirichlet right=0", dir).is_null());
+  // An assignment inside an expression is no expression.
+  for (const char* bad : {"x=5", "y+=1", "x*=2"})
+    expect_words(p + "--dirichlet all=0 --source '" + bad + "'", "--source", "assigns");
+  EXPECT_FALSE(run_json(p + "--dirichlet all=0 --source '(x==0.5)+(x<=2)+(x>=0)+(x!=1)'", dir).is_null());
+  fs::remove_all(dir);
+}
+
+// fem heat takes --exact (errors at the final time) like the other subcommands: with dt ~ h²,
+// backward Euler's O(dt) + O(h²) error quarters when h halves.
+TEST(FemHeat, ExactSolutionErrorsAtTheFinalTime) {
+  const auto dir = temp_dir();
+  auto l2 = [&](int n) {
+    std::ostringstream dt;
+    dt.precision(17);
+    dt << 0.2 / (n * n);
+    const auto j = run_json("heat gen:square-tri3:" + std::to_string(n) + " --dt " + dt.str() +
+                                " --steps " + std::to_string(n * n / 2) +
+                                " --initial 'sin(pi*x)*sin(pi*y)' --dirichlet all=0 "
+                                "--exact 'exp(-2*pi^2*t)*sin(pi*x)*sin(pi*y)'",
+                            dir);
+    EXPECT_FALSE(j.is_null());
+    if (j.is_null()) return 1.0;
+    EXPECT_NEAR(j["time"]["final"].get<double>(), 0.1, 1e-12);
+    EXPECT_EQ(j["error"]["h1"], j["error"]["h1_seminorm"]);
+    return j["error"]["l2"].get<double>();
+  };
+  EXPECT_NEAR(std::log2(l2(8) / l2(16)), 2.0, 0.3);
   fs::remove_all(dir);
 }
 

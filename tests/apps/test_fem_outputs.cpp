@@ -1,0 +1,142 @@
+// What the drivers write, as a hostile world treats it: the format follows the extension or the
+// run is refused; a path through a regular file is a one-line error; a run that fails midway (a
+// full disk, Newton diverging) leaves the previous result intact, writes no partial file and
+// never a NaN.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli.hpp"
+#include "fem/mesh/vtu.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using fem::testing::expect_one_line_naming;
+using fem::testing::fem_run;
+using fem::testing::run_json;
+using fem::testing::slurp;
+using fem::testing::temp_dir;
+
+bool no_temporary_files(const fs::path& dir) {
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().find(".tmp") != std::string::npos) return false;
+  return true;
+}
+
+TEST(FemOutput, FormatFollowsTheExtensionOrTheRunIsRefused) {
+  const auto dir = temp_dir();
+  const std::string p = "poisson gen:square-tri3:4 --dirichlet all=0 --source 1 ";
+  expect_one_line_naming(fem_run(p + "--output '" + (dir / "u.msh").string() + "'", dir), ".vtu");
+  EXPECT_FALSE(fs::exists(dir / "u.msh"));
+  expect_one_line_naming(fem_run("elasticity gen:square-tri3:4 --fixed left --output '" + (dir / "e.pvd").string() +
+                                     "'",
+                                 dir),
+                         ".vtu");
+  const std::string h = "heat gen:square-tri3:4 --dt 0.1 --steps 2 ";
+  expect_one_line_naming(fem_run(h + "--output '" + (dir / "h.vtu").string() + "'", dir), ".pvd");
+  EXPECT_FALSE(fs::exists(dir / "h.vtu"));  // not a folder of that name either
+  ASSERT_FALSE(run_json(h + "--output '" + (dir / "series").string() + "'", dir).is_null());
+  EXPECT_EQ(fem::mesh::read_pvd(dir / "series" / "heat.pvd").size(), 3u);
+  expect_one_line_naming(fem_run("convert gen:square-tri3:4 '" + (dir / "m.txt").string() + "'", dir), ".txt");
+  // Missing folders of a well-formed path are made.
+  ASSERT_FALSE(run_json(p + "--output '" + (dir / "a" / "b" / "u.vtu").string() + "'", dir).is_null());
+  EXPECT_TRUE(fs::exists(dir / "a" / "b" / "u.vtu"));
+  fs::remove_all(dir);
+}
+
+TEST(FemOutput, PathThroughARegularFileIsAOneLineError) {
+  const auto dir = temp_dir();
+  const auto plain = dir / "plain";
+  std::ofstream(plain) << "not a folder";
+  const std::string p = "poisson gen:square-tri3:4 --dirichlet all=0 --source 1 ";
+  for (const std::string& args :
+       {p + "--output '" + (plain / "u.vtu").string() + "'", p + "--json '" + (plain / "x.json").string() + "'",
+        "heat gen:square-tri3:4 --dt 0.1 --steps 2 --output '" + (plain / "h.pvd").string() + "'",
+        "heat gen:square-tri3:4 --dt 0.1 --steps 2 --output '" + (plain / "sub").string() + "'",
+        "convert gen:square-tri3:4 '" + (plain / "m.vtu").string() + "'"}) {
+    const auto r = fem_run(args, dir);
+    expect_one_line_naming(r, "is a file, not a folder");
+    EXPECT_EQ(r.status, 1) << args << "\n" << r.err;  // an error, not an internal one (2)
+  }
+  EXPECT_EQ(slurp(plain), "not a folder");
+  fs::remove_all(dir);
+}
+
+TEST(FemOutput, DivergedNewtonWritesNothingAndKeepsThePreviousFile) {
+  const auto dir = temp_dir();
+  const std::string out = " --output '" + (dir / "b.vtu").string() + "'";
+  ASSERT_FALSE(run_json("nonlinear gen:square-tri3:8 --lambda 1" + out, dir).is_null());
+  const std::string good = slurp(dir / "b.vtu");
+  const auto r = fem_run("nonlinear gen:square-tri3:8 --lambda 8 --json -" + out, dir);
+  EXPECT_EQ(r.status, 3);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["newton"]["converged"], false);
+  EXPECT_FALSE(j.contains("output"));
+  EXPECT_EQ(slurp(dir / "b.vtu"), good);
+  EXPECT_TRUE(no_temporary_files(dir));
+  fs::remove_all(dir);
+}
+
+// A small tmpfs that the runs fill up. Mounting needs root (and a kernel that lets this process
+// mount); elsewhere the test is skipped with the reason (AtomicOutput.* in the mesh tests covers
+// the same with an injected failure).
+struct SmallDisk {
+  fs::path path;
+  bool mounted = false;
+  std::string why;
+  SmallDisk(const fs::path& at, const char* size) : path(at) {
+    fs::create_directories(path);
+    if (::geteuid() != 0) {
+      why = "not root: cannot mount a small tmpfs";
+      return;
+    }
+    const std::string cmd = "mount -t tmpfs -o size=" + std::string(size) + " tmpfs '" + path.string() + "' 2>/dev/null";
+    mounted = std::system(cmd.c_str()) == 0;
+    if (!mounted) why = "mount -t tmpfs failed here (no CAP_SYS_ADMIN?)";
+  }
+  ~SmallDisk() {
+    if (mounted) std::system(("umount '" + path.string() + "'").c_str());
+  }
+};
+
+void fill_the_disk(const fs::path& dir) {
+  const SmallDisk disk(dir / "disk", "256k");
+  if (!disk.mounted) GTEST_SKIP() << disk.why;
+  const auto u = disk.path / "u.vtu", json = disk.path / "u.json";
+  const std::string p = "poisson --dirichlet all=0 --source 1 --output '" + u.string() + "' --json '" +
+                        json.string() + "' gen:square-tri3:";
+  ASSERT_EQ(fem_run(p + "4", dir).status, 0);
+  const std::string good_vtu = slurp(u), good_json = slurp(json);
+  // 128² cells: a .vtu of several MB that cannot fit.
+  auto r = fem_run(p + "128", dir);
+  expect_one_line_naming(r, "No space left on device");
+  expect_one_line_naming(r, "u.vtu");
+  EXPECT_EQ(slurp(u), good_vtu);
+  EXPECT_EQ(slurp(json), good_json);
+  EXPECT_TRUE(no_temporary_files(disk.path));
+
+  // A time series that runs out of space midway: the .pvd names only complete frames.
+  fs::remove(u);
+  r = fem_run("heat gen:square-tri3:24 --dt 0.01 --steps 100 --every 1 --dirichlet all=1 --output '" +
+                  (disk.path / "h.pvd").string() + "'",
+              dir);
+  expect_one_line_naming(r, "No space left on device");
+  const auto steps = fem::mesh::read_pvd(disk.path / "h.pvd");
+  EXPECT_GT(steps.size(), 0u);
+  EXPECT_LT(steps.size(), 101u);
+  for (const auto& s : steps) EXPECT_EQ(fem::mesh::read_vtu(disk.path / s.file).num_cells(), 2u * 24 * 24) << s.file;
+  EXPECT_TRUE(no_temporary_files(disk.path));
+}
+
+TEST(FemOutput, FullDiskLeavesThePreviousResultIntact) {
+  const auto dir = temp_dir();
+  fill_the_disk(dir);  // unmounted when it returns
+  fs::remove_all(dir);
+}
+
+}  // namespace
