@@ -110,7 +110,7 @@ void run_elasticity(const ElasticityOptions& o) {
   // The constraints are checked against the rigid motions (not against which options were
   // given): free ones with balanced loads are solved orthogonal to them, else an error naming them.
   LinearSolveInfo info =
-      publish_system(store, "elasticity/A", *assembler, std::move(values), b, sopts, "elasticity");
+      publish_system(store, "elasticity/A", *assembler, std::move(values), b, bc, sopts, "elasticity");
   t.assemble = w.seconds();
 
   w = Stopwatch();
@@ -125,7 +125,7 @@ void run_elasticity(const ElasticityOptions& o) {
   const std::vector<double> stress = assembly::cell_stress(*assembler, u, material);
   const std::vector<double> mises = assembly::von_mises(stress);
   assembly::Errors err;
-  if (exact) err = assembly::errors(*assembler, u, *exact);
+  if (exact) err = errors_against(*assembler, u, *exact, info);
   t.assemble += w.seconds();
 
   // |u| at the DOF nodes, and each component's range.

@@ -56,7 +56,7 @@ void run_poisson(const PoissonOptions& o) {
   const auto bc = assembly::dirichlet_values(V, dirichlet);
   assembly::apply_dirichlet(bc, *pattern, values, b);
   // Without a Dirichlet condition the constants are free: data checked, solution of zero mean.
-  LinearSolveInfo info = publish_system(store, "poisson/A", *assembler, std::move(values), b, sopts, "poisson");
+  LinearSolveInfo info = publish_system(store, "poisson/A", *assembler, std::move(values), b, bc, sopts, "poisson");
   t.assemble = w.seconds();
 
   w = Stopwatch();
@@ -67,7 +67,7 @@ void run_poisson(const PoissonOptions& o) {
   t.solve = w.seconds();
 
   assembly::Errors err;
-  if (exact) err = assembly::errors(*assembler, u, exact->vector_function());
+  if (exact) err = errors_against(*assembler, u, exact->vector_function(), info);
 
   if (!c.output.empty()) {
     w = Stopwatch();

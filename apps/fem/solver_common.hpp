@@ -197,17 +197,24 @@ struct LinearSolveInfo {
   std::shared_ptr<const NullSpace> null_space;
   double compatibility_defect = 0;
   double relative_residual = 0;
+  double backward_error = 0;  ///< of the Jacobi-scaled system (solve::SolveReport)
   int refinement_steps = 0;
 };
 
-/// Publish the system matrix (the pattern's Dirichlet-applied values) under `key`. When the
-/// conditions leave rigid-body modes free (the constants of a scalar problem without a Dirichlet
-/// condition, translations and rotations of an elastic body), the matrix carries its null space
-/// (assembly::null_space) and the data b must be compatible with it: otherwise a fem::Error in
-/// the problem's words (`command`: "poisson", "elasticity") naming the free modes and the defect.
+/// Publish the system matrix (the pattern's values with the Dirichlet conditions `constrained`
+/// applied) under `key`. When the conditions leave rigid-body modes free (the constants of a
+/// scalar problem without a Dirichlet condition, translations and rotations of an elastic body),
+/// the matrix carries its null space (assembly::null_space) and the data b must be compatible
+/// with it: otherwise a fem::Error in the problem's words (`command`: "poisson", "elasticity")
+/// naming the free modes and the defect.
 LinearSolveInfo publish_system(Store& store, const std::string& key, const assembly::Assembler& assembler,
                                std::vector<double> values, std::span<const double> b,
-                               const solve::Options& options, const char* command);
+                               const assembly::DirichletValues& constrained, const solve::Options& options,
+                               const char* command);
+/// The errors of u against `exact`; with a null space, of u shifted along it to the exact
+/// solution's own normalization (its mean, its rigid motion), which the data cannot fix.
+assembly::Errors errors_against(const assembly::Assembler& assembler, std::span<const double> u,
+                                const assembly::VectorFunction& exact, const LinearSolveInfo& info);
 /// Solve with the cached factorization of `key`, recording the residual in `info`; a failed or
 /// refused solve (solve::Options::max_relative_residual) is a NumericalError naming key and backend.
 std::vector<double> solve_checked(Store& store, const std::string& key, std::span<const double> b,
@@ -215,7 +222,7 @@ std::vector<double> solve_checked(Store& store, const std::string& key, std::spa
 /// The "null space" line of the text summary (nothing for a nonsingular system).
 void print_null_space(std::FILE* out, const LinearSolveInfo& info);
 /// JSON: solution.{normalization, null_space, compatibility_defect} into `solution`, and the
-/// `solve` object {relative_residual, refinement_steps}.
+/// `solve` object {relative_residual, backward_error, refinement_steps}.
 void add_solve_json(nlohmann::json& j, const LinearSolveInfo& info);
 
 /// Load the mesh (timed as read_mesh) and publish it under `mesh/<stem>`; returns the key.

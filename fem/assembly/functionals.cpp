@@ -1,6 +1,7 @@
 // Interpolation, integrals and error norms through the assembly loops.
 #include "fem/assembly/functionals.hpp"
 
+#include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -134,61 +135,126 @@ std::vector<double> von_mises(std::span<const double> stress) {
   return out;
 }
 
-RigidBodyModes rigid_body_modes(const FunctionSpace& V) {
+namespace {
+
+// The rigid-body modes of a space without their vectors: the value of mode j at a node x and
+// component, so that the modes restricted to a few DOFs cost nothing on a big mesh.
+struct Modes {
+  int bs = 1, gdim = 1, count = 1;
+  double centre[3] = {0, 0, 0};
+  double radius = 1;  // the largest distance of a DOF node from the centre
+  std::vector<std::string> names;
+
+  bool is_rotation(int j) const noexcept { return bs > 1 && j >= bs; }
+  double value(int j, const double* x, int component) const noexcept {
+    if (bs == 1) return 1.0;
+    if (j < bs) return component == j ? 1.0 : 0.0;
+    // Rotation about axis a, about the centre: ω × (x - c) with ω = e_a, and the next two axes
+    // p, q of a: (e_a × x)_p = -x_q, (e_a × x)_q = x_p.
+    const int a = gdim == 2 ? 2 : j - bs, p = (a + 1) % 3, q = (a + 2) % 3;
+    if (component == p) return q < gdim ? -(x[q] - centre[q]) : 0.0;
+    if (component == q) return p < gdim ? x[p] - centre[p] : 0.0;
+    return 0.0;
+  }
+};
+
+Modes modes_of(const FunctionSpace& V) {
   const DofMap& d = V.dofmap();
-  const int bs = V.components(), gdim = V.mesh().gdim();
+  Modes m;
+  m.bs = V.components();
+  m.gdim = V.mesh().gdim();
+  if (m.bs == 1) {
+    m.names = {"constant"};
+    return m;
+  }
+  FEM_EXPECTS(m.bs == m.gdim, "rigid-body modes of the space {}: {} components in {}D", V.name(), m.bs, m.gdim);
   const auto n = static_cast<std::size_t>(d.num_nodes);
-  RigidBodyModes modes;
-  if (bs == 1) {
-    modes.vectors.emplace_back(n, 1.0);
-    modes.names.emplace_back("constant");
-    return modes;
-  }
-  FEM_EXPECTS(bs == gdim, "rigid-body modes of the space {}: {} components in {}D", V.name(), bs, gdim);
-  const char* const axis = "xyz";
-  for (int k = 0; k < bs; ++k) {
-    std::vector<double> t(n * bs, 0.0);
-    for (std::size_t i = 0; i < n; ++i) t[i * bs + k] = 1.0;
-    modes.vectors.push_back(std::move(t));
-    modes.names.push_back(fmt::format("translation {}", axis[k]));
-  }
+  const int gdim = m.gdim;
   // Rotations about the centroid, which keeps them well conditioned against the translations.
-  double c[3] = {0, 0, 0};
   for (std::size_t i = 0; i < n; ++i)
-    for (int k = 0; k < gdim; ++k) c[k] += d.coordinates[i * gdim + k] / static_cast<double>(n);
-  // Rotation about axis a: the velocity ω × (x - c) with ω = e_a.
-  auto rotation = [&](int a) {
-    std::vector<double> r(n * bs, 0.0);
-    const int p = (a + 1) % 3, q = (a + 2) % 3;  // the next two axes: (e_a × x)_p = -x_q, (e_a × x)_q = x_p
-    for (std::size_t i = 0; i < n; ++i) {
-      const double* x = &d.coordinates[i * gdim];
-      const double xp = p < gdim ? x[p] - c[p] : 0.0, xq = q < gdim ? x[q] - c[q] : 0.0;
-      if (p < bs) r[i * bs + p] = -xq;
-      if (q < bs) r[i * bs + q] = xp;
-    }
-    modes.vectors.push_back(std::move(r));
-    modes.names.push_back(fmt::format("rotation {}", axis[a]));
-  };
-  if (gdim == 2) {
-    rotation(2);
-  } else {
-    for (int a = 0; a < 3; ++a) rotation(a);
+    for (int k = 0; k < gdim; ++k) m.centre[k] += d.coordinates[i * gdim + k] / static_cast<double>(n);
+  double r2 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    double s = 0;
+    for (int k = 0; k < gdim; ++k) s += std::pow(d.coordinates[i * gdim + k] - m.centre[k], 2);
+    r2 = std::max(r2, s);
   }
-  return modes;
+  m.radius = r2 > 0 ? std::sqrt(r2) : 1.0;
+  const char* const axis = "xyz";
+  for (int k = 0; k < m.bs; ++k) m.names.push_back(fmt::format("translation {}", axis[k]));
+  if (gdim == 2)
+    m.names.emplace_back("rotation z");
+  else
+    for (int a = 0; a < 3; ++a) m.names.push_back(fmt::format("rotation {}", axis[a]));
+  m.count = static_cast<int>(m.names.size());
+  return m;
 }
 
-std::shared_ptr<const NullSpace> null_space(const Assembler& assembler, const CsrMatrix& matrix) {
+}  // namespace
+
+RigidBodyModes rigid_body_modes(const FunctionSpace& V) {
+  const DofMap& d = V.dofmap();
+  const Modes m = modes_of(V);
+  const auto n = static_cast<std::size_t>(d.num_nodes);
+  RigidBodyModes out;
+  out.names = m.names;
+  for (int j = 0; j < m.count; ++j) {
+    std::vector<double> v(n * m.bs);
+    for (std::size_t i = 0; i < n; ++i)
+      for (int c = 0; c < m.bs; ++c) v[i * m.bs + c] = m.value(j, &d.coordinates[i * m.gdim], c);
+    out.vectors.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::shared_ptr<const NullSpace> null_space(const Assembler& assembler, const CsrMatrix& matrix,
+                                            const DirichletValues& constrained) {
   const FunctionSpace& V = assembler.space();
   FEM_EXPECTS(matrix.rows() == V.num_dofs() && matrix.cols() == V.num_dofs(),
               "null_space: a {} x {} matrix on the space {} of {} DOFs", matrix.rows(), matrix.cols(), V.name(),
               V.num_dofs());
+  const DofMap& d = V.dofmap();
+  const Modes m = modes_of(V);
+  const Eigen::Index k = m.count;
+  // Which combinations of the modes the constraints leave free: the null space of the modes
+  // restricted to the constrained DOFs (rotations scaled by the mesh's radius, so every column
+  // has entries of order 1). Exact, whatever the coefficients: no contrast can blur it.
+  const auto nd = static_cast<Eigen::Index>(constrained.dofs.size());
+  Eigen::MatrixXd free;
+  if (nd == 0) {
+    free = Eigen::MatrixXd::Identity(k, k);
+  } else {
+    Eigen::MatrixXd ZD(nd, k);
+    for (Eigen::Index r = 0; r < nd; ++r) {
+      const index_t dof = constrained.dofs[static_cast<std::size_t>(r)];
+      const double* x = &d.coordinates[static_cast<std::size_t>(dof / m.bs) * m.gdim];
+      for (Eigen::Index j = 0; j < k; ++j)
+        ZD(r, j) = m.value(static_cast<int>(j), x, dof % m.bs) / (m.is_rotation(static_cast<int>(j)) ? m.radius : 1.0);
+    }
+    const Eigen::JacobiSVD<Eigen::MatrixXd> svd(ZD, Eigen::ComputeFullV);
+    const auto& sigma = svd.singularValues();
+    std::vector<Eigen::Index> columns;
+    for (Eigen::Index j = 0; j < k; ++j)
+      if (j >= sigma.size() || sigma(j) <= 1e-10 * sigma(0)) columns.push_back(j);
+    free.resize(k, static_cast<Eigen::Index>(columns.size()));
+    for (std::size_t c = 0; c < columns.size(); ++c) free.col(static_cast<Eigen::Index>(c)) = svd.matrixV().col(columns[c]);
+    for (Eigen::Index j = 0; j < k; ++j)
+      if (m.is_rotation(static_cast<int>(j))) free.row(j) /= m.radius;
+  }
+  if (free.cols() == 0) return nullptr;
+  // Free is not yet null: the operator must not resist them either (a mass or reaction term
+  // does). Checked numerically on the free combinations only.
   const RigidBodyModes modes = rigid_body_modes(V);
-  const auto found = find_null_space(matrix, modes.vectors, modes.names);
+  std::vector<std::vector<double>> within(static_cast<std::size_t>(free.cols()),
+                                          std::vector<double>(static_cast<std::size_t>(k)));
+  for (Eigen::Index c = 0; c < free.cols(); ++c)
+    for (Eigen::Index j = 0; j < k; ++j) within[c][j] = free(j, c);
+  const auto found = find_null_space(matrix, modes.vectors, modes.names, 1e-12, within);
   if (!found) return nullptr;
   const CsrMatrix mass = assembler.matrix(Mass{});
   std::vector<std::vector<double>> vectors, functionals;
-  for (int k = 0; k < found->dimension(); ++k) {
-    const auto z = found->vector(k);
+  for (int j = 0; j < found->dimension(); ++j) {
+    const auto z = found->vector(j);
     vectors.emplace_back(z.begin(), z.end());
     functionals.emplace_back(z.size());
     mass.multiply(z, functionals.back());

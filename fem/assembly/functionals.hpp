@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fem/assembly/assembler.hpp"
+#include "fem/assembly/boundary.hpp"
 #include "fem/null_space.hpp"
 
 namespace fem::assembly {
@@ -56,12 +57,16 @@ struct RigidBodyModes {
 };
 RigidBodyModes rigid_body_modes(const FunctionSpace& V);
 
-/// The null space of `matrix`, assembled on the assembler's space with its Dirichlet conditions
-/// applied, among the rigid-body modes: nullptr when the conditions stop them all. Its
-/// functionals are M z (M the space's mass matrix, assembled only when a mode is free), so the
-/// solve kernel returns the solution with ∫u·z = 0 for each free mode z (zero mean for a pure
-/// Neumann problem), and data it tolerates as compatible are corrected by a uniform source along
-/// the free modes.
-std::shared_ptr<const NullSpace> null_space(const Assembler& assembler, const CsrMatrix& matrix);
+/// The null space of `matrix`, assembled on the assembler's space with the Dirichlet conditions
+/// `constrained` applied, among the rigid-body modes: nullptr when the conditions stop them all.
+/// Which modes the conditions leave free is decided from the modes' values at the constrained
+/// DOFs (exact: coefficient contrasts or units cannot blur it); a free mode must also be
+/// annihilated by the matrix (checked numerically on the free modes only: a mass or reaction
+/// term resists every motion). The functionals are M z (M the space's mass matrix, assembled
+/// only when a mode is free), so the solve kernel returns the solution with ∫u·z = 0 for each
+/// free mode z (zero mean for a pure Neumann problem), and data it tolerates as compatible are
+/// corrected by a uniform source along the free modes.
+std::shared_ptr<const NullSpace> null_space(const Assembler& assembler, const CsrMatrix& matrix,
+                                            const DirichletValues& constrained);
 
 }  // namespace fem::assembly

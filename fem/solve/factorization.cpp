@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <fmt/format.h>
 
@@ -289,6 +290,7 @@ Result Factorization::factorize(const CsrMatrix& matrix) {
     status_ = finite;
     return status_;
   }
+  residual_scale_ = jacobi_scale(matrix);
   std::shared_ptr<const NullSpace> null_space = matrix.null_space();
   if (!null_space && options_.detect_null_space) null_space = detail::constant_null_space(matrix);
   if (null_space) {
@@ -345,7 +347,7 @@ SolveReport Factorization::checked_solve(std::span<const double> B, std::span<do
       const std::span<double> c(C.data() + k * n, n);
       const double defect = null_space_->defect(c);
       worst = std::max(worst, defect);
-      if (!(defect <= std::max(options_.compatibility_tolerance, detail::rounding_defect))) {
+      if (!(defect <= std::max(options_.compatibility_tolerance, null_space_->rounding_defect()))) {
         r.status = Status::incompatible;
         r.reason = fmt::format(
             "{}: the matrix is singular (null space: {}) and the right-hand side{} is incompatible with it: "
@@ -490,6 +492,26 @@ std::unique_ptr<Factorization> factorize(const CsrMatrix& matrix, const Options&
   return f;
 }
 
+namespace {
+// The residual measures of SolveReport from b, x and r = b - Ax.
+void measure_accuracy(const CsrMatrix& matrix, std::span<const double> scale, std::span<const double> b,
+                      std::span<const double> x, std::span<const double> r, SolveReport& report) {
+  const auto n = static_cast<std::size_t>(matrix.rows());
+  double rr = 0, bb = 0, sr = 0, sb = 0, sx = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    rr += r[i] * r[i];
+    bb += b[i] * b[i];
+    const double s = scale.empty() ? 1.0 : scale[i];
+    sr = std::max(sr, std::abs(r[i]) / s);
+    sb = std::max(sb, std::abs(b[i]) / s);
+    sx = std::max(sx, std::abs(x[i]) * s);
+  }
+  report.residual = bb > 0 ? std::sqrt(rr / bb) : (rr > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+  report.backward_error = sx + sb > 0 ? sr / (sx + sb) : 0.0;
+  report.amplification = sb > 0 ? sx / sb : (sx > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+}
+}  // namespace
+
 SolveReport refine(const Factorization& factorization, const CsrMatrix& matrix,
                    std::span<const double> b, std::span<double> x, int steps, bool transpose) {
   const auto n = static_cast<std::size_t>(matrix.rows());
@@ -513,19 +535,25 @@ SolveReport refine(const Factorization& factorization, const CsrMatrix& matrix,
     return bnorm > 0 ? std::sqrt(s) / bnorm : std::sqrt(s);
   };
   SolveReport report;
-  report.residual = residual();
+  double current = residual();
+  const auto& null_space = factorization.null_space();
   for (int k = 0; k < steps; ++k) {
+    // A correction of a singular system solves for the residual without its (rounding-sized)
+    // component along the null space: the residual of compatible data is compatible.
+    if (null_space) null_space->make_compatible(r);
     SolveReport s = transpose ? factorization.solve_transpose(r, dx) : factorization.solve(r, dx);
     if (!s) return s;
     for (std::size_t i = 0; i < n; ++i) x[i] += dx[i];
     report.refinement_steps = k + 1;
-    const double previous = report.residual;
-    report.residual = residual();
-    if (report.residual == 0.0 || report.residual > 0.5 * previous) break;  // stagnated
+    const double previous = current;
+    current = residual();
+    if (current == 0.0 || current > 0.5 * previous) break;  // stagnated
   }
+  const auto scale = factorization.residual_scale();
+  measure_accuracy(matrix, scale.size() == n ? scale : std::span<const double>{}, b, x, r, report);
   if (!std::isfinite(report.residual)) {
     report.status = Status::singular;
-    report.reason = "non-finite residual";
+    report.reason = fmt::format("{}: non-finite residual", to_string(factorization.backend()));
   }
   return report;
 }

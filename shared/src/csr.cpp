@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 
 #include "fem/error.hpp"
@@ -164,6 +165,17 @@ void CsrMatrix::multiply_transpose(std::span<const double> x, std::span<double> 
   const auto col = pattern_->col_indices();
   for (index_t r = 0; r < rows(); ++r)
     for (index_t k = off[r]; k < off[r + 1]; ++k) y[col[k]] += values_[k] * x[r];
+}
+
+double CsrMatrix::norm_inf() const noexcept {
+  const auto off = pattern_->row_offsets();
+  double worst = 0;
+  for (index_t r = 0; r < rows(); ++r) {
+    double s = 0;
+    for (index_t k = off[r]; k < off[r + 1]; ++k) s += std::abs(values_[static_cast<std::size_t>(k)]);
+    worst = std::max(worst, s);
+  }
+  return worst;
 }
 
 double CsrMatrix::operator()(index_t row, index_t col) const noexcept {

@@ -12,24 +12,6 @@ namespace fem {
 
 namespace {
 
-double norm_inf(const CsrMatrix& a) {
-  const auto off = a.pattern().row_offsets();
-  const auto values = a.values();
-  double worst = 0;
-  for (index_t r = 0; r < a.rows(); ++r) {
-    double s = 0;
-    for (index_t p = off[r]; p < off[r + 1]; ++p) s += std::abs(values[static_cast<std::size_t>(p)]);
-    worst = std::max(worst, s);
-  }
-  return worst;
-}
-
-double norm2(std::span<const double> v) {
-  double s = 0;
-  for (double x : v) s += x * x;
-  return std::sqrt(s);
-}
-
 std::string format_coefficient(double c) {
   std::string s = fmt::format("{:.3g}", c);
   return s == "1" ? "" : s == "-1" ? "-" : s + " ";
@@ -185,83 +167,148 @@ std::size_t NullSpace::bytes() const noexcept {
   return s;
 }
 
-std::shared_ptr<const NullSpace> find_null_space(const CsrMatrix& matrix,
-                                                 const std::vector<std::vector<double>>& candidates,
-                                                 const std::vector<std::string>& names, double tolerance) {
-  FEM_EXPECTS(matrix.rows() == matrix.cols(), "find_null_space: the matrix is {} x {}, not square", matrix.rows(),
-              matrix.cols());
-  FEM_EXPECTS(names.size() == candidates.size(), "find_null_space: {} candidates but {} names", candidates.size(),
-              names.size());
-  const auto n = static_cast<std::size_t>(matrix.rows());
-  const int k = static_cast<int>(candidates.size());
-  if (k == 0 || n == 0) return nullptr;
-  // The candidates, each scaled to unit length (a zero candidate is left out).
-  Eigen::MatrixXd Z(static_cast<Eigen::Index>(n), k);
-  std::vector<int> used;
-  for (int j = 0; j < k; ++j) {
-    FEM_EXPECTS(candidates[j].size() == n, "find_null_space: candidate '{}' has {} entries, the matrix {} rows",
-                names[j], candidates[j].size(), n);
-    const double length = norm2(candidates[j]);
-    if (!(length > 0) || !std::isfinite(length)) continue;
-    for (std::size_t i = 0; i < n; ++i) Z(static_cast<Eigen::Index>(i), j) = candidates[j][i] / length;
-    used.push_back(j);
+std::shared_ptr<const NullSpace> named_null_space(index_t size, const std::vector<std::vector<double>>& candidates,
+                                                  const std::vector<std::string>& names,
+                                                  std::vector<std::vector<double>> combinations) {
+  const auto n = static_cast<std::size_t>(size);
+  const std::size_t k = candidates.size();
+  FEM_EXPECTS(names.size() == k, "named_null_space: {} candidates but {} names", k, names.size());
+  const auto m = static_cast<Eigen::Index>(combinations.size());
+  if (m == 0) return nullptr;
+  Eigen::MatrixXd C(m, static_cast<Eigen::Index>(k));
+  for (Eigen::Index r = 0; r < m; ++r) {
+    FEM_EXPECTS(combinations[static_cast<std::size_t>(r)].size() == k,
+                "named_null_space: a combination of {} coefficients for {} candidates",
+                combinations[static_cast<std::size_t>(r)].size(), k);
+    for (std::size_t j = 0; j < k; ++j) C(r, static_cast<Eigen::Index>(j)) = combinations[r][j];
   }
-  if (used.empty()) return nullptr;
-  Eigen::MatrixXd Zu(static_cast<Eigen::Index>(n), static_cast<Eigen::Index>(used.size()));
-  for (std::size_t j = 0; j < used.size(); ++j) Zu.col(static_cast<Eigen::Index>(j)) = Z.col(used[j]);
-  // An orthonormal basis Q of their span (Z = Q R), dependent candidates dropped.
-  const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(Zu);
-  const auto rank = qr.rank();
-  if (rank == 0) return nullptr;
-  const Eigen::MatrixXd Q =
-      qr.householderQ() * Eigen::MatrixXd::Identity(static_cast<Eigen::Index>(n), rank);
-  // Y = A Q and the eigenpairs of YᵀY: the singular values of A on the span.
-  Eigen::MatrixXd Y(static_cast<Eigen::Index>(n), rank);
-  std::vector<double> y(n);
-  for (Eigen::Index j = 0; j < rank; ++j) {
-    matrix.multiply(std::span<const double>(Q.col(j).data(), n), y);
-    for (std::size_t i = 0; i < n; ++i) Y(static_cast<Eigen::Index>(i), j) = y[i];
-  }
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(Y.transpose() * Y);
-  const double scale = norm_inf(matrix);
-  std::vector<Eigen::Index> null_columns;
-  for (Eigen::Index j = 0; j < rank; ++j)
-    if (std::sqrt(std::max(eig.eigenvalues()(j), 0.0)) <= tolerance * scale) null_columns.push_back(j);
-  if (null_columns.empty()) return nullptr;
-  // The null vectors as combinations of the (unit) candidates, in reduced row echelon form so that
-  // a null space spanned by some of the candidates themselves is reported as those candidates.
-  const Eigen::Index m = static_cast<Eigen::Index>(null_columns.size());
-  Eigen::MatrixXd V(static_cast<Eigen::Index>(n), m);
-  for (Eigen::Index c = 0; c < m; ++c) V.col(c) = Q * eig.eigenvectors().col(null_columns[c]);
-  Eigen::MatrixXd C = Zu.colPivHouseholderQr().solve(V).transpose();  // m × used: rows = null vectors
+  // Reduced row echelon form with partial pivoting: a null space that some candidates span comes
+  // out as those candidates. Where the pivots run out (nearly dependent rows), the rows stay as given.
+  Eigen::MatrixXd E = C;
   Eigen::Index row = 0;
-  for (Eigen::Index col = 0; col < C.cols() && row < m; ++col) {
+  for (Eigen::Index col = 0; col < E.cols() && row < m; ++col) {
     Eigen::Index pivot = row;
     for (Eigen::Index r = row; r < m; ++r)
-      if (std::abs(C(r, col)) > std::abs(C(pivot, col))) pivot = r;
-    if (std::abs(C(pivot, col)) < 1e-6) continue;
-    C.row(row).swap(C.row(pivot));
-    C.row(row) /= C(row, col);
+      if (std::abs(E(r, col)) > std::abs(E(pivot, col))) pivot = r;
+    if (std::abs(E(pivot, col)) < 1e-6 * E.row(pivot).cwiseAbs().maxCoeff()) continue;
+    E.row(row).swap(E.row(pivot));
+    E.row(row) /= E(row, col);
     for (Eigen::Index r = 0; r < m; ++r)
-      if (r != row) C.row(r) -= C(r, col) * C.row(row);
+      if (r != row) E.row(r) -= E(r, col) * E.row(row);
     ++row;
   }
+  if (row == m) C = E;
   std::vector<std::vector<double>> vectors;
   std::vector<std::string> null_names;
-  for (Eigen::Index r = 0; r < row; ++r) {
+  for (Eigen::Index r = 0; r < m; ++r) {
+    // The vector from the exact coefficients; the name leaves out the terms that are rounding.
     std::vector<double> v(n, 0.0);
     std::string name;
-    for (Eigen::Index j = 0; j < C.cols(); ++j) {
-      const double c = std::abs(C(r, j)) < 1e-6 ? 0.0 : C(r, j);
+    const double largest = C.row(r).cwiseAbs().maxCoeff();
+    for (std::size_t j = 0; j < k; ++j) {
+      const double c = C(r, static_cast<Eigen::Index>(j));
       if (c == 0.0) continue;
-      for (std::size_t i = 0; i < n; ++i) v[i] += c * Zu(static_cast<Eigen::Index>(i), j);
-      const std::string term = format_coefficient(c) + names[used[static_cast<std::size_t>(j)]];
+      FEM_EXPECTS(candidates[j].size() == n, "named_null_space: candidate '{}' has {} entries, not {}", names[j],
+                  candidates[j].size(), n);
+      for (std::size_t i = 0; i < n; ++i) v[i] += c * candidates[j][i];
+      if (std::abs(c) < 1e-6 * largest) continue;
+      const std::string term = format_coefficient(c) + names[j];
       name += name.empty() ? term : (c < 0 ? " - " + term.substr(1) : " + " + term);
     }
     vectors.push_back(std::move(v));
     null_names.push_back(std::move(name));
   }
-  return std::make_shared<const NullSpace>(matrix.rows(), std::move(vectors), std::move(null_names));
+  return std::make_shared<const NullSpace>(size, std::move(vectors), std::move(null_names));
+}
+
+std::vector<double> jacobi_scale(const CsrMatrix& matrix) {
+  const auto off = matrix.pattern().row_offsets();
+  const auto col = matrix.pattern().col_indices();
+  const auto values = matrix.values();
+  std::vector<double> d(static_cast<std::size_t>(matrix.rows()), 1.0);
+  for (index_t r = 0; r < matrix.rows(); ++r) {
+    double diagonal = 0, row = 0;
+    for (index_t p = off[r]; p < off[r + 1]; ++p) {
+      const double v = std::abs(values[static_cast<std::size_t>(p)]);
+      row += v;
+      if (col[p] == r) diagonal = v;
+    }
+    const double scale = diagonal > 0 ? diagonal : row;
+    if (scale > 0 && std::isfinite(scale)) d[static_cast<std::size_t>(r)] = std::sqrt(scale);
+  }
+  return d;
+}
+
+std::shared_ptr<const NullSpace> find_null_space(const CsrMatrix& matrix,
+                                                 const std::vector<std::vector<double>>& candidates,
+                                                 const std::vector<std::string>& names, double tolerance,
+                                                 const std::vector<std::vector<double>>& within) {
+  FEM_EXPECTS(matrix.rows() == matrix.cols(), "find_null_space: the matrix is {} x {}, not square", matrix.rows(),
+              matrix.cols());
+  FEM_EXPECTS(names.size() == candidates.size(), "find_null_space: {} candidates but {} names", candidates.size(),
+              names.size());
+  const auto n = static_cast<std::size_t>(matrix.rows());
+  const auto k = static_cast<Eigen::Index>(candidates.size());
+  if (k == 0 || n == 0) return nullptr;
+  const auto N = static_cast<Eigen::Index>(n);
+  for (Eigen::Index j = 0; j < k; ++j)
+    FEM_EXPECTS(candidates[j].size() == n, "find_null_space: candidate '{}' has {} entries, the matrix {} rows",
+                names[j], candidates[j].size(), n);
+  // The subspace searched: combinations F (k × m) of the candidates; all of their span by default.
+  Eigen::MatrixXd F = Eigen::MatrixXd::Identity(k, k);
+  if (!within.empty()) {
+    F.resize(k, static_cast<Eigen::Index>(within.size()));
+    for (std::size_t c = 0; c < within.size(); ++c) {
+      FEM_EXPECTS(within[c].size() == candidates.size(), "find_null_space: a combination of {} coefficients for {} "
+                  "candidates", within[c].size(), candidates.size());
+      for (Eigen::Index j = 0; j < k; ++j) F(j, static_cast<Eigen::Index>(c)) = within[c][j];
+    }
+  }
+  const Eigen::Index m = F.cols();
+  Eigen::MatrixXd Z(N, m);  // the subspace's vectors
+  Z.setZero();
+  for (Eigen::Index j = 0; j < k; ++j)
+    for (Eigen::Index c = 0; c < m; ++c)
+      if (F(j, c) != 0.0)
+        for (std::size_t i = 0; i < n; ++i) Z(static_cast<Eigen::Index>(i), c) += F(j, c) * candidates[j][i];
+  // Judged on the Jacobi-scaled matrix Â = S⁻¹AS⁻¹ (S² = |diag A|), whose unit diagonal makes the
+  // tolerance independent of the units and of coefficient contrasts; a vector z becomes Sz.
+  const std::vector<double> scale = jacobi_scale(matrix);
+  Eigen::MatrixXd Zs = Z;
+  for (Eigen::Index c = 0; c < m; ++c)
+    for (std::size_t i = 0; i < n; ++i) Zs(static_cast<Eigen::Index>(i), c) *= scale[i];
+  // An orthonormal basis Q of the scaled subspace (dependent vectors dropped), Ŷ = ÂQ and its
+  // singular values: ‖Âq‖ for unit q.
+  const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(Zs);
+  const auto rank = qr.rank();
+  if (rank == 0) return nullptr;
+  const Eigen::MatrixXd Q = qr.householderQ() * Eigen::MatrixXd::Identity(N, rank);
+  Eigen::MatrixXd Y(N, rank);
+  std::vector<double> x(n), y(n);
+  for (Eigen::Index j = 0; j < rank; ++j) {
+    for (std::size_t i = 0; i < n; ++i) x[i] = Q(static_cast<Eigen::Index>(i), j) / scale[i];
+    matrix.multiply(x, y);
+    for (std::size_t i = 0; i < n; ++i) Y(static_cast<Eigen::Index>(i), j) = y[i] / scale[i];
+  }
+  const Eigen::JacobiSVD<Eigen::MatrixXd> svd(Y, Eigen::ComputeThinV);
+  std::vector<Eigen::Index> null_columns;
+  for (Eigen::Index j = 0; j < rank; ++j)
+    if (svd.singularValues()(j) <= tolerance) null_columns.push_back(j);
+  if (null_columns.empty()) return nullptr;
+  // The null vectors back in A's unknowns (S⁻¹Q v), as combinations of the candidates: solve
+  // Z w = S⁻¹Qv for the subspace coefficients w, then F w.
+  const auto nn = static_cast<Eigen::Index>(null_columns.size());
+  Eigen::MatrixXd Vn(N, nn);
+  for (Eigen::Index c = 0; c < nn; ++c) {
+    Vn.col(c) = Q * svd.matrixV().col(null_columns[static_cast<std::size_t>(c)]);
+    for (std::size_t i = 0; i < n; ++i) Vn(static_cast<Eigen::Index>(i), c) /= scale[i];
+  }
+  const Eigen::MatrixXd C = F * Z.colPivHouseholderQr().solve(Vn);  // k × nn
+  std::vector<std::vector<double>> combinations(static_cast<std::size_t>(nn),
+                                                std::vector<double>(static_cast<std::size_t>(k)));
+  for (Eigen::Index c = 0; c < nn; ++c)
+    for (Eigen::Index j = 0; j < k; ++j) combinations[c][j] = C(j, c);
+  return named_null_space(matrix.rows(), candidates, names, std::move(combinations));
 }
 
 }  // namespace fem

@@ -10,6 +10,7 @@
 #include "fem/error.hpp"
 #include "fem/memory.hpp"
 #include "fem/mesh/generate.hpp"
+#include "../support/scoped_env.hpp"
 
 namespace {
 
@@ -112,25 +113,7 @@ TEST(Generate, BadArguments) {
   EXPECT_THROW(fem::mesh::interval(4, 1.0, 1.0), fem::InvalidArgument);
 }
 
-// FEM_MEMORY_LIMIT set for one scope, restored after.
-class ScopedMemoryLimit {
- public:
-  explicit ScopedMemoryLimit(const char* value) {
-    if (const char* old = std::getenv("FEM_MEMORY_LIMIT")) saved_ = old;
-    setenv("FEM_MEMORY_LIMIT", value, 1);
-  }
-  ~ScopedMemoryLimit() {
-    if (saved_)
-      setenv("FEM_MEMORY_LIMIT", saved_->c_str(), 1);
-    else
-      unsetenv("FEM_MEMORY_LIMIT");
-  }
-  ScopedMemoryLimit(const ScopedMemoryLimit&) = delete;
-  ScopedMemoryLimit& operator=(const ScopedMemoryLimit&) = delete;
-
- private:
-  std::optional<std::string> saved_;
-};
+using fem::testing::ScopedMemoryLimit;
 
 // The message of the InvalidArgument `f` throws ("" and a failure when it throws none).
 template <class F>

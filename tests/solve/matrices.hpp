@@ -4,6 +4,7 @@
 #pragma once
 
 #include <fem/csr.hpp>
+#include <fem/solve/solve.hpp>
 
 #include <cmath>
 #include <map>
@@ -12,6 +13,14 @@
 #include <vector>
 
 namespace fem::solve::test {
+
+/// Every backend this build has.
+inline std::vector<Backend> backends() {
+  std::vector<Backend> v{Backend::automatic, Backend::ldlt, Backend::lu};
+  for (Backend b : {Backend::cholmod, Backend::umfpack, Backend::klu})
+    if (available(b)) v.push_back(b);
+  return v;
+}
 
 /// Builds a CSR matrix from (row, col, value) triplets, summing duplicates.
 inline CsrMatrix from_entries(index_t n, const std::vector<std::map<index_t, double>>& rows) {

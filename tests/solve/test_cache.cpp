@@ -14,15 +14,9 @@ namespace {
 
 using test::relative_residual;
 
-std::vector<Backend> store_backends() {
-  std::vector<Backend> v{Backend::automatic, Backend::ldlt, Backend::lu};
-  for (Backend b : {Backend::cholmod, Backend::umfpack, Backend::klu})
-    if (available(b)) v.push_back(b);
-  return v;
-}
 
 TEST(Cache, HitMissAndCounters) {
-  for (Backend backend : store_backends()) {
+  for (Backend backend : test::backends()) {
     SCOPED_TRACE(std::string(to_string(backend)));
     Store s;
     const CsrMatrix a = test::laplacian_2d(20);
@@ -45,7 +39,7 @@ TEST(Cache, HitMissAndCounters) {
 }
 
 TEST(Cache, NewVersionNeverGetsOldFactorsAndReusesTheAnalysis) {
-  for (Backend backend : store_backends()) {
+  for (Backend backend : test::backends()) {
     SCOPED_TRACE(std::string(to_string(backend)));
     Store s;
     const CsrMatrix a = test::laplacian_2d(20);
@@ -118,7 +112,7 @@ TEST(Cache, AForgedFingerprintMatchIsCaughtBySameStructure) {
 }
 
 TEST(Cache, TransposeAndBlockSolvesUseOneFactorization) {
-  for (Backend backend : store_backends()) {
+  for (Backend backend : test::backends()) {
     SCOPED_TRACE(std::string(to_string(backend)));
     Store s;
     const CsrMatrix a = backend == Backend::cholmod || backend == Backend::ldlt
@@ -161,7 +155,7 @@ TEST(Cache, RefinementReportsTheResidual) {
 }
 
 TEST(Cache, EvictionUnderABudgetFreesTheFactorMemory) {
-  for (Backend backend : store_backends()) {
+  for (Backend backend : test::backends()) {
     SCOPED_TRACE(std::string(to_string(backend)));
     const CsrMatrix a = test::laplacian_2d(30), c = test::laplacian_2d(31);
     Store s;
@@ -191,7 +185,7 @@ TEST(Cache, EvictionUnderABudgetFreesTheFactorMemory) {
 }
 
 TEST(Cache, ConcurrentSolvesOnOneCachedFactorization) {
-  for (Backend backend : store_backends()) {
+  for (Backend backend : test::backends()) {
     SCOPED_TRACE(std::string(to_string(backend)));
     Store s;
     const CsrMatrix a = backend == Backend::cholmod || backend == Backend::ldlt

@@ -13,16 +13,12 @@
 #include <set>
 
 #include "matrices.hpp"
+#include "../support/scoped_env.hpp"
 
 namespace fem::solve {
 namespace {
 
-std::vector<Backend> backends() {
-  std::vector<Backend> v{Backend::automatic, Backend::ldlt, Backend::lu};
-  for (Backend b : {Backend::cholmod, Backend::umfpack, Backend::klu})
-    if (available(b)) v.push_back(b);
-  return v;
-}
+using test::backends;
 
 // The 2D Laplacian with row and column k zeroed (pattern kept): singular at k.
 CsrMatrix singular_at(index_t k) {
@@ -132,28 +128,7 @@ TEST(Errors, UnsymmetricMatrixGivenToASymmetricBackend) {
   }
 }
 
-// FEM_MEMORY_LIMIT set (or unset: nullptr) for one scope, restored after.
-class ScopedMemoryLimit {
- public:
-  explicit ScopedMemoryLimit(const char* value) {
-    if (const char* old = std::getenv("FEM_MEMORY_LIMIT")) saved_ = old;
-    if (value)
-      setenv("FEM_MEMORY_LIMIT", value, 1);
-    else
-      unsetenv("FEM_MEMORY_LIMIT");
-  }
-  ~ScopedMemoryLimit() {
-    if (saved_)
-      setenv("FEM_MEMORY_LIMIT", saved_->c_str(), 1);
-    else
-      unsetenv("FEM_MEMORY_LIMIT");
-  }
-  ScopedMemoryLimit(const ScopedMemoryLimit&) = delete;
-  ScopedMemoryLimit& operator=(const ScopedMemoryLimit&) = delete;
-
- private:
-  std::optional<std::string> saved_;
-};
+using fem::testing::ScopedMemoryLimit;
 
 bool contains(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 

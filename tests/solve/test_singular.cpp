@@ -16,12 +16,7 @@
 namespace fem::solve {
 namespace {
 
-std::vector<Backend> backends() {
-  std::vector<Backend> v{Backend::automatic, Backend::ldlt, Backend::lu};
-  for (Backend b : {Backend::cholmod, Backend::umfpack, Backend::klu})
-    if (available(b)) v.push_back(b);
-  return v;
-}
+using test::backends;
 
 // The graph Laplacian of an m × m grid with `components` decoupled copies interleaved (the
 // 5-point stencil with natural boundary conditions): symmetric, rows summing to zero, null space
@@ -192,6 +187,46 @@ TEST(SingularSystems, DeclaredNullSpaceIsNormalizedByItsFunctionalsAndChecked) {
                InvalidArgument);
 }
 
+// Iterative refinement of a singular system corrects with the residual's compatible part: its
+// rounding-sized component along the null space is no incompatibility.
+TEST(SingularSystems, RefinementKeepsTheNullSpace) {
+  const CsrMatrix a = neumann_laplacian(12);
+  const auto b = compatible_data(static_cast<std::size_t>(a.rows()));
+  for (Backend backend : backends()) {
+    SCOPED_TRACE(std::string(to_string(backend)));
+    Store s;
+    s.put("A", a);
+    std::vector<double> x(b.size());
+    const SolveReport r = solve(s, "A", b, x, {.backend = backend, .refinement_steps = 2});
+    ASSERT_TRUE(r) << r.reason;
+    EXPECT_LT(r.residual, 1e-13);
+    EXPECT_NEAR(sum(x), 0.0, 1e-12 * max_abs(x) * static_cast<double>(x.size()));
+  }
+}
+
+// A regular matrix that is badly scaled is not singular: a huge time step on an insulated body
+// (M + dt K with dt = 1e8, rows summing to 1e-11 of their size) is solved as it is.
+TEST(SingularSystems, BadlyScaledRegularMatricesHaveNoNullSpace) {
+  const CsrMatrix k = neumann_laplacian(10);
+  std::vector<double> v(k.values().begin(), k.values().end());
+  for (index_t i = 0; i < k.rows(); ++i) {
+    for (index_t p = k.pattern().row_offsets()[i]; p < k.pattern().row_offsets()[i + 1]; ++p)
+      v[static_cast<std::size_t>(p)] *= 1e8;
+    v[static_cast<std::size_t>(k.pattern().find(i, i))] += 0.01;  // the mass
+  }
+  const CsrMatrix heat(k.pattern_ptr(), std::move(v));
+  EXPECT_EQ(find_null_space(heat, {std::vector<double>(static_cast<std::size_t>(heat.rows()), 1.0)}, {"constant"}),
+            nullptr);
+  const auto b = test::random_vector(static_cast<std::size_t>(heat.rows()));  // incompatible: fine here
+  for (Backend backend : backends()) {
+    SCOPED_TRACE(std::string(to_string(backend)));
+    Store s;
+    s.put("A", heat);
+    const auto x = solve(s, "A", b, {.backend = backend});
+    EXPECT_EQ(factorization(s, "A", {.backend = backend})->null_space(), nullptr);
+  }
+}
+
 TEST(SingularSystems, DependentVectorsAreNoNullSpace) {
   const std::vector<double> v{1, 2, 3}, w{2, 4, 6};
   EXPECT_THROW(NullSpace(3, {v, w}, {"v", "w"}), InvalidArgument);
@@ -237,6 +272,55 @@ TEST(ResidualCheck, ABackendThatFactorizesASingularMatrixNeverHandsBackItsResult
   }
 }
 
+// -div(k grad u) = 1 on a grid with k = 1 on the right half and k = contrast on the left, u = 0 on
+// the left edge: regular, and the more ill-conditioned the smaller the contrast. Its relative
+// residual exceeds 1e-6 from a contrast of about 1e-7 (rounding of a solution of 1/contrast), but
+// the solve is backward stable and keeps its answer, with the residual reported.
+CsrMatrix contrast_laplacian(index_t m, double contrast) {
+  const index_t n = m * m;
+  std::vector<std::map<index_t, double>> rows(static_cast<std::size_t>(n));
+  auto k = [&](index_t x) { return x < m / 2 ? contrast : 1.0; };
+  for (index_t y = 0; y < m; ++y)
+    for (index_t x = 0; x < m; ++x) {
+      const index_t i = y * m + x;
+      auto& r = rows[static_cast<std::size_t>(i)];
+      if (x == 0) {  // Dirichlet row, kept symmetric: its couplings are dropped
+        r[i] = k(0);
+        continue;
+      }
+      auto couple = [&](index_t j, double kij) {
+        r[i] += kij;
+        if (j % m != 0) r[j] -= kij;  // not a Dirichlet column
+      };
+      const double kx = k(x);
+      couple(i - 1, 2 / (1 / kx + 1 / k(x - 1)));
+      if (x + 1 < m) couple(i + 1, 2 / (1 / kx + 1 / k(x + 1)));
+      if (y > 0) couple(i - m, kx);
+      if (y + 1 < m) couple(i + m, kx);
+    }
+  return test::from_entries(n, rows);
+}
+
+TEST(ResidualCheck, IllConditionedButRegularSystemsKeepTheirAnswer) {
+  for (double contrast : {1e-6, 1e-9, 1e-12}) {
+    const CsrMatrix a = contrast_laplacian(24, contrast);
+    std::vector<double> b(static_cast<std::size_t>(a.rows()), 1.0);
+    for (index_t i = 0; i < a.rows(); i += 24) b[static_cast<std::size_t>(i)] = 0.0;  // u = 0 on the left
+    for (Backend backend : backends()) {
+      SCOPED_TRACE(std::string(to_string(backend)) + " contrast " + std::to_string(contrast));
+      Store s;
+      s.put("A", a);
+      std::vector<double> x(b.size());
+      const SolveReport r = solve(s, "A", b, x, {.backend = backend});
+      ASSERT_TRUE(r) << r.reason;
+      EXPECT_LT(r.backward_error, 1e-13);
+      EXPECT_EQ(factorization(s, "A", {.backend = backend})->null_space(), nullptr);
+      // The answer grows like 1/contrast in the soft half, as it must.
+      EXPECT_GT(max_abs(x), 0.1 / contrast);
+    }
+  }
+}
+
 TEST(ResidualCheck, EveryStoreSolveReportsItsRelativeResidual) {
   const CsrMatrix a = test::laplacian_3d(8);
   const auto b = test::random_vector(static_cast<std::size_t>(a.rows()));
@@ -250,6 +334,9 @@ TEST(ResidualCheck, EveryStoreSolveReportsItsRelativeResidual) {
     EXPECT_GE(r.residual, 0.0);
     EXPECT_LT(r.residual, 1e-12);
     EXPECT_NEAR(r.residual, test::relative_residual(a, x, b), 1e-13);
+    EXPECT_GE(r.backward_error, 0.0);
+    EXPECT_LT(r.backward_error, 1e-14);
+    EXPECT_GT(r.amplification, 0.0);
     EXPECT_EQ(r.compatibility_defect, -1.0);  // no null space
     // Switched off, nothing is computed.
     const SolveReport off =

@@ -28,10 +28,6 @@ std::vector<int> metis_order(int n, const int* offsets, const int* indices);
 /// First NaN/Inf entry as a failed Result, or success.
 Result check_finite(const CsrMatrix& matrix);
 
-/// A compatibility defect this small is rounding (of Σ z_i b_i against Σ |z_i b_i|), accepted
-/// whatever the tolerance.
-inline constexpr double rounding_defect = 1e-10;
-
 /// The constant null space of a symmetric matrix whose every row sums to zero (relative to the
 /// row's size), else nullptr. O(nnz); most matrices leave at their first rows.
 std::shared_ptr<const NullSpace> constant_null_space(const CsrMatrix& matrix);

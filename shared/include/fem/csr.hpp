@@ -91,6 +91,8 @@ class CsrMatrix {
   void multiply(std::span<const double> x, std::span<double> y) const;
   /// y = Aᵀ x. Sizes are checked.
   void multiply_transpose(std::span<const double> x, std::span<double> y) const;
+  /// max_i Σ_j |a_ij|, the ∞-norm (a cheap bound of every other norm's scale).
+  double norm_inf() const noexcept;
   /// The value at (row, col), 0 when outside the pattern.
   double operator()(index_t row, index_t col) const noexcept;
   /// Values plus the pattern it holds (counted with every matrix sharing it).

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -39,6 +40,11 @@ class NullSpace {
   /// null vectors z of |zᵀb| / Σ|z_i b_i|. 0 for compatible data (e.g. ∫f + ∫g = 0 for the
   /// constants: every z_i = 1), 1 for data that all push along z; 0 for b = 0.
   double defect(std::span<const double> b) const;
+  /// The defect that rounding alone can give (of Σ z_i b_i against Σ |z_i b_i| over n terms):
+  /// accepted as compatible whatever the tolerance.
+  double rounding_defect() const noexcept {
+    return 1e-10 + static_cast<double>(n_) * std::numeric_limits<double>::epsilon();
+  }
   /// b -= W (ZᵀW)⁻¹ Zᵀ b: afterwards Zᵀb = 0 (up to rounding).
   void make_compatible(std::span<double> b) const;
   /// x -= Z (WᵀZ)⁻¹ Wᵀ x: afterwards Wᵀx = 0, the normalized solution.
@@ -59,14 +65,33 @@ class NullSpace {
 
 /// The null space of A within the span of `candidates` (e.g. the constants, or the rigid motions
 /// from fem::assembly::rigid_body_modes), with their names: the combinations z of them with
-/// ‖A z‖ ≤ tolerance · ‖A‖∞ ‖z‖, from the small eigenproblem of (AZ)ᵀ(AZ) over an orthonormal
-/// basis of the candidates; nullptr when A is nonsingular on their span. The null vectors are
-/// given in reduced echelon form over the candidates, so a null space that some candidates span
-/// is reported as those candidates ("translation y"), and a combination by its terms ("rotation
-/// z + 0.5 translation x"). Costs one product with A per candidate.
+/// ‖Âẑ‖ ≤ tolerance ‖ẑ‖ for the Jacobi-scaled Â = S⁻¹AS⁻¹, ẑ = Sz (S² = |diag A|), from the
+/// singular values of ÂQ over an orthonormal basis Q of the scaled candidates; nullptr when A is
+/// nonsingular on their span. The scaling makes the test independent of units and coefficient
+/// contrasts, but it stays numerical: a regular matrix whose scaled smallest singular value on
+/// the span is below the tolerance (e.g. M + dt K for dt beyond ~1e10) is taken as singular.
+/// The default tolerance, 1e-12, is a thousand times the rounding of a true null vector's
+/// product. When the constrained unknowns are known, fem::assembly::null_space decides from
+/// them instead. `within`: combinations of the candidates (one coefficient per candidate each)
+/// spanning the subspace to search; empty: all of their span. Costs one product with A per
+/// vector searched and a few n × (candidates) dense blocks.
 std::shared_ptr<const NullSpace> find_null_space(const CsrMatrix& matrix,
                                                  const std::vector<std::vector<double>>& candidates,
-                                                 const std::vector<std::string>& names, double tolerance = 1e-9);
+                                                 const std::vector<std::string>& names, double tolerance = 1e-12,
+                                                 const std::vector<std::vector<double>>& within = {});
+
+/// The null space spanned by combinations of named candidate vectors (one coefficient per
+/// candidate in each row of `combinations`), brought to reduced row echelon form so that a null
+/// space that some candidates span is reported as those candidates ("translation y") and a
+/// combination by its terms ("rotation z + 0.5 translation x"); nullptr for no combination.
+std::shared_ptr<const NullSpace> named_null_space(index_t size, const std::vector<std::vector<double>>& candidates,
+                                                  const std::vector<std::string>& names,
+                                                  std::vector<std::vector<double>> combinations);
+
+/// S with S² = |diag A| (where the diagonal is 0: the row's 1-norm; an empty row: 1), the
+/// scaling that gives S⁻¹AS⁻¹ a unit diagonal. Used to judge null vectors and residuals
+/// independently of units and coefficient contrasts.
+std::vector<double> jacobi_scale(const CsrMatrix& matrix);
 
 }  // namespace fem
 
