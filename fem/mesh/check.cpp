@@ -18,14 +18,13 @@ namespace {
 
 constexpr int kNumTypes = static_cast<int>(CellType::hex27) + 1;
 
-// Reference gradients (n × dim) of the Lagrange basis of `type` at xi; hex27 by tensor product
-// of 1D quadratics (lagrange_eval has no hex27), using the reference node positions.
-void gradients(CellType type, const double* xi, std::vector<double>& grad) {
-  const auto& info = cell_info(type);
-  grad.assign(static_cast<std::size_t>(info.num_nodes) * info.dim, 0.0);
+// Reference gradients (n × dim) of the Lagrange basis of `type` at xi, into grad[n * dim]; hex27
+// by tensor product of 1D quadratics (lagrange_eval has no hex27), using the reference node
+// positions. Allocates nothing: check() calls it for every lattice point of every part.
+void gradients(CellType type, const double* xi, double* grad) {
   if (type != CellType::hex27) {
-    std::vector<double> phi(info.num_nodes);
-    lagrange_eval(type, xi, phi.data(), grad.data());
+    double phi[27];  // at most 27 nodes per cell
+    lagrange_eval(type, xi, phi, grad);
     return;
   }
   double l[3][3], dl[3][3];
@@ -38,6 +37,12 @@ void gradients(CellType type, const double* xi, std::vector<double>& grad) {
     grad[3 * k + 1] = l[0][i] * dl[1][j] * l[2][m];
     grad[3 * k + 2] = l[0][i] * l[1][j] * dl[2][m];
   }
+}
+
+void gradients(CellType type, const double* xi, std::vector<double>& grad) {
+  const auto& info = cell_info(type);
+  grad.assign(static_cast<std::size_t>(info.num_nodes) * info.dim, 0.0);
+  gradients(type, xi, grad.data());
 }
 
 // Gradients at the corners and the centre, per cell type, computed once.
@@ -108,11 +113,17 @@ enum class Orientation { positive, inverted, degenerate, tangled };
 // values are values it takes. Hence, with tol = degenerate_tolerance × diameter^dim:
 //   - values of both signs beyond ±tol: tangled (the map folds the cell), for certain;
 //   - every coefficient above tol (below -tol): det J > tol (< -tol) in the whole cell, for certain;
+//   - every coefficient within [-tol, tol]: |det J| ≤ tol in the whole part (a flat cell);
 //   - else the cell is split (simplices into 2^d by their edge midpoints, boxes into 2^d boxes)
 //     and each part is bounded the same way from the values at its own lattice, to kMaxDepth
 //     levels and kMaxParts parts; parts still undecided then are judged by the values sampled
 //     (det J has no sign change there and stays within a small fraction of its scale).
 // A value with |det J| ≤ tol and no sign change makes the cell degenerate.
+// Splitting stops as soon as the outcome is decided. Once a sampled |det J| ≤ tol, the cell is
+// degenerate unless samples of both signs beyond ±tol turn up (tangled), so a part is split (or,
+// bounded by its parent's coefficients, even evaluated) only when its coefficients allow a sign
+// beyond ±tol that no sample has shown yet: a flat cell takes one evaluation of its lattice, not
+// kMaxParts of them. Affine simplices (det J of degree 0, a constant) take one evaluation.
 // (Johnen, Remacle, Geuzaine, "Geometrical validity of curvilinear finite elements", JCP 2013.)
 constexpr int kMaxDepth = 6, kMaxParts = 4096;
 
@@ -276,8 +287,8 @@ void bernstein(const Lattice& L, const std::vector<double>& s, std::vector<doubl
   }
   // Boxes: the 1D map along each axis in turn (a tensor product).
   const int k = L.degree + 1;
-  b = s;
-  std::vector<double> line(k);
+  b.assign(s.begin(), s.end());
+  double line[8];  // k ≤ 6 (hex27: degree 5)
   for (int a = 0, stride = 1; a < L.dim; ++a, stride *= k)
     for (int i = 0; i < n; ++i) {
       if ((i / stride) % k != 0) continue;  // i: the first point of a line along axis a
@@ -289,8 +300,9 @@ void bernstein(const Lattice& L, const std::vector<double>& s, std::vector<doubl
     }
 }
 
-std::vector<Part> children(const Lattice& L, const Part& p) {
-  std::vector<Part> out;
+// The parts `p` splits into, written to out[0..7]; returns how many (2^dim).
+int children(const Lattice& L, const Part& p, Part* out) {
+  int count = 0;
   auto mid = [](const std::array<double, 3>& a, const std::array<double, 3>& b) {
     return std::array<double, 3>{(a[0] + b[0]) / 2, (a[1] + b[1]) / 2, (a[2] + b[2]) / 2};
   };
@@ -301,34 +313,34 @@ std::vector<Part> children(const Lattice& L, const Part& p) {
         const double m = (p[0][a] + p[1][a]) / 2;
         (c >> a & 1 ? q[0][a] : q[1][a]) = m;  // bit a of c: the upper or the lower half along axis a
       }
-      out.push_back(q);
+      out[count++] = q;
     }
-    return out;
+    return count;
   }
   const auto& x = p;
   if (L.dim == 1) {
     const auto m = mid(x[0], x[1]);
-    out.push_back({x[0], m});
-    out.push_back({m, x[1]});
+    out[count++] = Part{{x[0], m}};
+    out[count++] = Part{{m, x[1]}};
   } else if (L.dim == 2) {
     const auto m01 = mid(x[0], x[1]), m12 = mid(x[1], x[2]), m02 = mid(x[0], x[2]);
-    out.push_back({x[0], m01, m02});
-    out.push_back({m01, x[1], m12});
-    out.push_back({m02, m12, x[2]});
-    out.push_back({m01, m12, m02});
+    out[count++] = Part{{x[0], m01, m02}};
+    out[count++] = Part{{m01, x[1], m12}};
+    out[count++] = Part{{m02, m12, x[2]}};
+    out[count++] = Part{{m01, m12, m02}};
   } else {  // Bey's red refinement: four corner tetrahedra and the octahedron cut along m02-m13
     const auto m01 = mid(x[0], x[1]), m02 = mid(x[0], x[2]), m03 = mid(x[0], x[3]), m12 = mid(x[1], x[2]),
                m13 = mid(x[1], x[3]), m23 = mid(x[2], x[3]);
-    out.push_back({x[0], m01, m02, m03});
-    out.push_back({m01, x[1], m12, m13});
-    out.push_back({m02, m12, x[2], m23});
-    out.push_back({m03, m13, m23, x[3]});
-    out.push_back({m01, m02, m03, m13});
-    out.push_back({m01, m02, m12, m13});
-    out.push_back({m02, m03, m13, m23});
-    out.push_back({m02, m12, m13, m23});
+    out[count++] = Part{{x[0], m01, m02, m03}};
+    out[count++] = Part{{m01, x[1], m12, m13}};
+    out[count++] = Part{{m02, m12, x[2], m23}};
+    out[count++] = Part{{m03, m13, m23, x[3]}};
+    out[count++] = Part{{m01, m02, m03, m13}};
+    out[count++] = Part{{m01, m02, m12, m13}};
+    out[count++] = Part{{m02, m03, m13, m23}};
+    out[count++] = Part{{m02, m12, m13, m23}};
   }
-  return out;
+  return count;
 }
 
 // Classifies cells of one mesh, reusing its buffers.
@@ -351,19 +363,33 @@ class Classifier {
     X_.resize(static_cast<std::size_t>(n) * gdim);
     for (int k = 0; k < n; ++k)
       for (int d = 0; d < gdim; ++d) X_[k * gdim + d] = mesh_.node(nodes[k])[d];
+    if (L.degree == 0) {  // affine simplex: det J is a constant, one evaluation decides
+      const double v = det_at(L.gradients[0].data());
+      if (std::abs(v) <= tol) return Orientation::degenerate;
+      return v < 0 ? Orientation::inverted : Orientation::positive;
+    }
     double smin = INFINITY, smax = -INFINITY, min_abs = INFINITY;
-    parts_.assign(1, {reference_part(type), 0});
+    // Once a sample is within ±tol the cell is degenerate or, given samples beyond -tol and +tol,
+    // tangled: a part whose det J lies within [lo, hi] matters only if it can show a sign beyond
+    // ±tol that no sample has shown yet.
+    const auto undecided = [&](double lo, double hi) {
+      return min_abs > tol || (lo < -tol && !(smin < -tol)) || (hi > tol && !(smax > tol));
+    };
+    grad_.resize(static_cast<std::size_t>(n) * tdim);
+    values_.resize(L.size);
+    parts_.clear();
+    parts_.push_back({reference_part(type), 0, -INFINITY, INFINITY});
     int processed = 0;
     while (!parts_.empty()) {
-      const auto [part, depth] = parts_.back();
+      const PartToDo todo = parts_.back();
       parts_.pop_back();
-      values_.resize(L.size);
+      if (!undecided(todo.lo, todo.hi)) continue;  // the parent's coefficients bound this part's
       for (int i = 0; i < L.size; ++i) {
         if (processed == 0) {
-          values_[i] = det_at(L.gradients[i]);
+          values_[i] = det_at(L.gradients[i].data());
         } else {
-          gradients(type, point_in(L, part, L.weights[i]).data(), grad_);
-          values_[i] = det_at(grad_);
+          gradients(type, point_in(L, todo.part, L.weights[i]).data(), grad_.data());
+          values_[i] = det_at(grad_.data());
         }
         smin = std::min(smin, values_[i]);
         smax = std::max(smax, values_[i]);
@@ -374,15 +400,30 @@ class Classifier {
       bernstein(L, values_, coef_);
       const auto [bmin, bmax] = std::minmax_element(coef_.begin(), coef_.end());
       if (*bmin > tol || *bmax < -tol) continue;  // one sign on the whole part, away from zero
-      if (depth == kMaxDepth || processed + static_cast<int>(parts_.size()) >= kMaxParts) continue;
-      for (const Part& child : children(L, part)) parts_.push_back({child, depth + 1});
+      if (*bmin >= -tol && *bmax <= tol) {        // |det J| ≤ tol on the whole part
+        min_abs = std::min(min_abs, std::max(-*bmin, *bmax));
+        continue;
+      }
+      if (!undecided(*bmin, *bmax)) continue;
+      if (todo.depth == kMaxDepth || processed + static_cast<int>(parts_.size()) >= kMaxParts) continue;
+      Part split[8];
+      const int count = children(L, todo.part, split);
+      for (int k = 0; k < count; ++k) parts_.push_back({split[k], todo.depth + 1, *bmin, *bmax});
     }
     if (min_abs <= tol) return Orientation::degenerate;
     return smax < 0 ? Orientation::inverted : Orientation::positive;
   }
 
  private:
-  double det_at(const std::vector<double>& g) const {
+  // A part still to be bounded, and the range of its parent's Bernstein coefficients, which
+  // contains det J on it.
+  struct PartToDo {
+    Part part;
+    int depth;
+    double lo, hi;
+  };
+
+  double det_at(const double* g) const {
     const int tdim = mesh_.tdim(), gdim = mesh_.gdim(), n = mesh_.nodes_per_cell();
     double J[9] = {};
     for (int k = 0; k < n; ++k)
@@ -394,7 +435,7 @@ class Classifier {
   const Mesh& mesh_;
   const CheckOptions& o_;
   std::vector<double> X_, values_, coef_, grad_;
-  std::vector<std::pair<Part, int>> parts_;
+  std::vector<PartToDo> parts_;
 };
 
 // Vertex permutations that flip the orientation.

@@ -249,17 +249,19 @@ const std::vector<Cgroup>& cgroups() {
   return found;
 }
 
-// The limits of one cgroup (nothing more is read when it has none).
+// The hard limit of one cgroup (nothing more is read when it has none). Only memory.max (v1
+// memory.limit_in_bytes) is one: beyond it the kernel's OOM killer ends the process. Above
+// memory.high the kernel only throttles the cgroup and reclaims harder, and the allocation still
+// succeeds, so memory.high limits nothing here (refusing a problem for it would refuse one that
+// runs, only slower).
 void cgroup_limit(const Cgroup& g, Limit& limit) {
   if (g.v2) {
     const std::uint64_t max = read_number(g.dir + "/memory.max").value_or(unlimited);
-    const std::uint64_t high = read_number(g.dir + "/memory.high").value_or(unlimited);
-    if (max == unlimited && high == unlimited) return;
+    if (max == unlimited) return;
     const auto current = read_number(g.dir + "/memory.current");
     if (!current) return;
     const std::uint64_t inactive = read_field(g.dir + "/memory.stat", "inactive_file").value_or(0);
-    if (max != unlimited) limit.take(headroom(max, *current, inactive), "cgroup memory.max");
-    if (high != unlimited) limit.take(headroom(high, *current, inactive), "cgroup memory.high");
+    limit.take(headroom(max, *current, inactive), "cgroup memory.max");
   } else {
     const std::uint64_t max = read_number(g.dir + "/memory.limit_in_bytes").value_or(unlimited);
     if (max == unlimited) return;
@@ -271,6 +273,12 @@ void cgroup_limit(const Cgroup& g, Limit& limit) {
 }
 
 }  // namespace
+
+MemoryAvailable detail::cgroup_memory_available(const std::string& dir, bool v2) {
+  Limit limit;
+  cgroup_limit({dir, v2}, limit);
+  return {limit.bytes, limit.source};
+}
 
 MemoryAvailable memory_available() {
   if (const char* env = std::getenv("FEM_MEMORY_LIMIT"); env != nullptr && *env != '\0')

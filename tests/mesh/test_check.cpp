@@ -168,6 +168,53 @@ TEST(Check, CollapsedCellIsDegenerateAndBowTieQuadIsTangled) {
   EXPECT_FALSE(r.ok());
 }
 
+// Many cells with det J ≈ 0 everywhere (every node of a cell on one line or plane, tilted so
+// that det J is rounding noise of either sign, not an exact zero) and hexahedra with one edge
+// collapsed to a point (det J = 0 along that edge, of one sign elsewhere; also mirrored): all
+// degenerate, none tangled or inverted, and reorient() leaves them alone. The Bernstein bounds of
+// such cells never leave ±tol, which once cost up to 4096 subdivisions per cell (11 ms a cell).
+TEST(Check, ManyFlatAndCollapsedCellsAreAllDegenerateNoneTangled) {
+  for (CellType t : fem::test::all_types()) {
+    SCOPED_TRACE(cell_info(t).name);
+    fem::Mesh::Data d = fem::test::small_mesh(t, 4).data();
+    const int g = d.gdim;
+    for (std::size_t i = 0; i < d.coords.size(); i += g) {
+      double* x = &d.coords[i];
+      if (g == 1) x[0] = 0.5;
+      if (g == 2) x[1] = 0.3 * x[0] + 0.1;
+      if (g == 3) x[2] = 0.3 * x[0] + 0.7 * x[1] - 0.2;
+    }
+    const fem::Mesh m(std::move(d));
+    const auto r = fm::check(m);
+    EXPECT_EQ(r.degenerate.size(), static_cast<std::size_t>(m.num_cells())) << r.summary();
+    EXPECT_TRUE(r.tangled.empty()) << r.summary();
+    EXPECT_TRUE(r.inverted.empty()) << r.summary();
+    const fem::Mesh same = fm::reorient(m);
+    EXPECT_TRUE(std::ranges::equal(same.cells(), m.cells()));
+  }
+  // Unit cubes with the edge of nodes 1 and 5 collapsed into node 1, half of them mirrored.
+  fem::Mesh::Data d;
+  d.gdim = 3;
+  d.cell_type = CellType::hex8;
+  d.source = "collapsed hexahedra";
+  const int cells = 200;
+  const auto order = fm::mirror_order(CellType::hex8);
+  for (int c = 0; c < cells; ++c) {
+    const auto ref = fem::reference_nodes(CellType::hex8);
+    const index_t first = static_cast<index_t>(d.coords.size() / 3);
+    for (int k = 0; k < 8; ++k) {
+      const auto& x = ref[k == 5 ? 1 : k];
+      d.coords.insert(d.coords.end(), {x[0] + 3.0 * c, x[1], x[2]});
+    }
+    for (int k = 0; k < 8; ++k) d.cells.push_back(first + (c % 2 ? order[k] : k));
+  }
+  const fem::Mesh m(std::move(d));
+  const auto r = fm::check(m);
+  EXPECT_EQ(r.degenerate.size(), static_cast<std::size_t>(cells)) << r.summary();
+  EXPECT_TRUE(r.tangled.empty()) << r.summary();
+  EXPECT_TRUE(r.inverted.empty()) << r.summary();
+}
+
 // A copy of m in which cell c alone has its node `local` moved to x (a new node: the cells
 // sharing the old node keep it).
 fem::Mesh move_cell_node(const fem::Mesh& m, index_t c, int local, const std::array<double, 3>& x) {

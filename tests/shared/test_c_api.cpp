@@ -134,6 +134,25 @@ TEST(CApi, ShapeWhoseElementCountOverflowsIsRejected) {
   fem_erase("capi/empty");
 }
 
+// A zero extent makes an empty array, but only when every extent is valid: a negative extent
+// after (or before) a zero one is refused like any other, the key and the shape named.
+TEST(CApi, ShapeWithAZeroAndANegativeExtentIsRejected) {
+  const int64_t zero_then_negative[2] = {0, -1}, negative_then_zero[2] = {-1, 0};
+  const int64_t zero_then_huge_negative[3] = {0, 4, std::numeric_limits<int64_t>::min()};
+  for (const auto& [ndim, shape] : {std::pair{2, zero_then_negative}, std::pair{2, negative_then_zero},
+                                    std::pair{3, zero_then_huge_negative}}) {
+    SCOPED_TRACE(fem::shape_string(std::span<const int64_t>(shape, static_cast<std::size_t>(ndim))));
+    EXPECT_EQ(fem_put_f64("capi/negative", nullptr, ndim, shape, nullptr), FEM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last().find("'capi/negative'"), std::string::npos) << last();
+    EXPECT_NE(last().find("negative extent"), std::string::npos) << last();
+    EXPECT_EQ(fem_put_i64("capi/negative", nullptr, ndim, shape, nullptr), FEM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(fem_put_i32("capi/negative", nullptr, ndim, shape, nullptr), FEM_ERR_INVALID_ARGUMENT);
+    int32_t present = 1;
+    ASSERT_EQ(fem_contains("capi/negative", &present), FEM_OK);
+    EXPECT_EQ(present, 0);
+  }
+}
+
 // The same check in the C++ type: fem::Array never holds a shape that disagrees with its data.
 TEST(Array, ShapeWhoseElementCountOverflowsIsRejected) {
   using fem::Array;
@@ -150,6 +169,17 @@ TEST(Array, ShapeWhoseElementCountOverflowsIsRejected) {
   EXPECT_THROW(Array<double>({2, -1}, {}), fem::InvalidArgument);
   EXPECT_EQ(Array<double>::zeros({0, std::numeric_limits<int64_t>::max()}).size(), 0u);
   EXPECT_EQ(Array<double>::zeros({2, 3}).size(), 6u);
+}
+
+TEST(Array, ShapeWithAZeroAndANegativeExtentIsRejected) {
+  using fem::Array;
+  EXPECT_THROW(Array<double>::zeros({0, -1}), fem::InvalidArgument);
+  EXPECT_THROW(Array<double>({0, -1}, {}), fem::InvalidArgument);
+  EXPECT_THROW(Array<int32_t>({3, 0, -5}, {}), fem::InvalidArgument);
+  EXPECT_THROW(Array<int64_t>::zeros({-1, 0}), fem::InvalidArgument);
+  const std::int64_t shape[2] = {0, -1};
+  EXPECT_STREQ(fem::element_count(shape, sizeof(double)).problem, "has a negative extent");
+  EXPECT_EQ(Array<double>::zeros({0, 7}).size(), 0u);  // a zero with valid extents is still empty
 }
 
 TEST(CApi, ViewIsZeroCopyAndOutlivesErase) {

@@ -2,37 +2,21 @@
 // as text.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <limits>
 #include <optional>
 #include <string>
 
 #include "fem/error.hpp"
 #include "fem/memory.hpp"
+#include "../support/scoped_env.hpp"
 
 namespace {
 
-// FEM_MEMORY_LIMIT set (or unset: nullptr) for one scope, restored after.
-class ScopedMemoryLimit {
- public:
-  explicit ScopedMemoryLimit(const char* value) {
-    if (const char* old = std::getenv("FEM_MEMORY_LIMIT")) saved_ = old;
-    if (value)
-      setenv("FEM_MEMORY_LIMIT", value, 1);
-    else
-      unsetenv("FEM_MEMORY_LIMIT");
-  }
-  ~ScopedMemoryLimit() {
-    if (saved_)
-      setenv("FEM_MEMORY_LIMIT", saved_->c_str(), 1);
-    else
-      unsetenv("FEM_MEMORY_LIMIT");
-  }
-  ScopedMemoryLimit(const ScopedMemoryLimit&) = delete;
-  ScopedMemoryLimit& operator=(const ScopedMemoryLimit&) = delete;
-
- private:
-  std::optional<std::string> saved_;
-};
+using fem::testing::ScopedMemoryLimit;
 
 TEST(Memory, ParseBytesWithSuffixes) {
   using fem::parse_bytes;
@@ -99,6 +83,42 @@ TEST(Memory, FormatBytes) {
   EXPECT_EQ(fem::format_bytes(21.34 * (1 << 30)), "21.3 GiB");
   EXPECT_EQ(fem::format_bytes(130.0 * (1 << 30)), "130 GiB");
   EXPECT_EQ(fem::format_bytes(1.2 * (std::uint64_t{1} << 40)), "1.20 TiB");
+}
+
+// A cgroup's hard limit is v2 memory.max (v1 memory.limit_in_bytes); exceeding memory.high only
+// throttles the process (the kernel reclaims harder), so it limits nothing here. Fake cgroup
+// folders with the files the kernel would show.
+TEST(Memory, CgroupMemoryHighIsNotALimitOnlyMemoryMaxIs) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "fem_cgroup_XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const std::filesystem::path dir = pattern;
+  const auto put = [&](const char* name, const std::string& text) { std::ofstream(dir / name) << text; };
+  constexpr std::uint64_t GiB = std::uint64_t{1} << 30, MiB = std::uint64_t{1} << 20;
+  constexpr std::uint64_t none = std::numeric_limits<std::uint64_t>::max();
+  put("memory.current", std::to_string(2 * GiB) + "\n");
+  put("memory.stat", "anon 1073741824\ninactive_file " + std::to_string(512 * MiB) + "\nactive_file 0\n");
+
+  // memory.high below the usage, no memory.max: no limit at all
+  put("memory.max", "max\n");
+  put("memory.high", std::to_string(GiB) + "\n");
+  auto m = fem::detail::cgroup_memory_available(dir.string(), true);
+  EXPECT_EQ(m.bytes, none) << m.source;
+  EXPECT_EQ(m.source.find("memory.high"), std::string::npos) << m.source;
+
+  // both: memory.max − (current − inactive_file), whatever memory.high says
+  put("memory.max", std::to_string(4 * GiB) + "\n");
+  m = fem::detail::cgroup_memory_available(dir.string(), true);
+  EXPECT_EQ(m.bytes, 4 * GiB - (2 * GiB - 512 * MiB));
+  EXPECT_EQ(m.source, "cgroup memory.max");
+
+  // v1: memory.limit_in_bytes − (usage − total_inactive_file)
+  put("memory.limit_in_bytes", std::to_string(3 * GiB) + "\n");
+  put("memory.usage_in_bytes", std::to_string(2 * GiB) + "\n");
+  put("memory.stat", "total_inactive_file " + std::to_string(GiB) + "\n");
+  m = fem::detail::cgroup_memory_available(dir.string(), false);
+  EXPECT_EQ(m.bytes, 2 * GiB);
+  EXPECT_EQ(m.source, "cgroup memory.limit_in_bytes");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -26,13 +26,17 @@ struct ElementCount {
   const char* problem = nullptr;  ///< null when the shape is fine
 };
 inline ElementCount element_count(std::span<const std::int64_t> shape, std::size_t element_size) noexcept {
-  std::uint64_t n = 1;
-  bool overflow = false;
+  // Every extent first: a zero one makes the array empty but excuses no negative one ([0, -1]).
+  bool empty = false;
   for (std::int64_t e : shape) {
     if (e < 0) return {0, "has a negative extent"};
-    if (e == 0) return {0, nullptr};  // empty, whatever the other extents
-    overflow = overflow || __builtin_mul_overflow(n, static_cast<std::uint64_t>(e), &n);
+    empty = empty || e == 0;
   }
+  if (empty) return {0, nullptr};  // empty, however large the other extents
+  std::uint64_t n = 1;
+  bool overflow = false;
+  for (std::int64_t e : shape)
+    overflow = overflow || __builtin_mul_overflow(n, static_cast<std::uint64_t>(e), &n);
   if (overflow) return {0, "has more elements than 64 bits can count"};
   if (n > static_cast<std::uint64_t>(std::numeric_limits<std::ptrdiff_t>::max()) / element_size)
     return {0, "has more elements than memory can hold"};

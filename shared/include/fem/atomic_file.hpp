@@ -3,13 +3,34 @@
 // error, killed) leaves the previous file intact and no truncated one. Every writer of results
 // (VTU, PVD, Gmsh, the drivers' JSON) writes through it.
 //
-//   fem::AtomicFile f("out/u.vtu");     // opens out/.u.vtu.<pid>.<n>.tmp
+//   fem::AtomicFile f("out/u.vtu");     // opens out/.u.vtu.<pid>.<16 hex digits>.tmp
 //   f.stream() << ...;
 //   f.commit();                          // complete: renamed to out/u.vtu; else the temp file goes
 //
+// Targets that are not plain files:
+//   - a symbolic link (a chain of them) is followed: the temporary file is made next to the file
+//     it leads to and renamed over that file, so the link stays and shows the new content; a link
+//     to a file that does not exist yet makes that file;
+//   - an existing FIFO, character or block device, or a path that names one of this process'
+//     descriptors (--json /dev/stdout, /dev/fd/N: written through a duplicate of the descriptor,
+//     where it stands), or anything under /proc or /sys, is written in place: no temporary file,
+//     no rename (atomicity is not possible there); a failure midway leaves what was written.
+// The temporary file is created only where nothing is (O_CREAT | O_EXCL | O_NOFOLLOW), with a
+// random name, mode 0600 while it is written: a link planted at its name in a shared folder such
+// as /tmp cannot redirect the write (the next name is tried, 16 in all). On commit it gets the
+// replaced file's permissions (and owner, where allowed), or those a new file would get (0666
+// less the umask).
+//
+// A process killed before commit or destruction (SIGKILL, a crash, a power loss) leaves its
+// temporary file behind: a hidden `.<name>.<pid>.<16 hex digits>.tmp` next to the target (next to
+// what its link leads to). Nothing ever reads one back, and it is safe to delete once the process
+// named by <pid> is gone.
+//
 // What it does not do: fsync. A crash of the process or a full disk cannot leave a partial file;
 // a power loss before the operating system wrote its cache back can (the price of fsync on every
-// result file was judged too high for a simulation's output).
+// result file was judged too high for a simulation's output). Nor does it keep a replaced file's
+// ACLs or extended attributes, or its hard links (the name gets a new file; other names keep the
+// old one).
 #pragma once
 
 #include <cstdint>
@@ -22,10 +43,13 @@ namespace fem {
 
 class AtomicFile {
  public:
-  /// Opens a temporary file next to `target`. Throws fem::Error naming the target when its
-  /// folder does not exist, is not a folder (a path through a regular file), or is not writable.
+  /// Opens a temporary file next to `target` (next to what its links lead to), or opens the target
+  /// itself when it is a FIFO, a device or a descriptor (see above). Throws fem::Error naming the
+  /// target when its folder does not exist, is not a folder (a path through a regular file), or
+  /// is not writable, or when the target is a folder.
   explicit AtomicFile(std::filesystem::path target);
-  /// Without commit(), the temporary file is removed and the target is untouched.
+  /// Without commit(), the temporary file is removed and the target is untouched (written in
+  /// place: what was already flushed to it stays).
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
@@ -48,15 +72,19 @@ class AtomicFile {
 /// Write `bytes` to `target` through an AtomicFile.
 void write_file_atomically(const std::filesystem::path& target, std::string_view bytes);
 
-/// Checks that a file could be written at `target` (its folder exists, is a folder and is
-/// writable) without touching the target: fem::Error in words otherwise. For checking an output
-/// path before a long computation.
+/// Checks that a file could be written at `target` (its folder, or the folder of what its links
+/// lead to, exists, is a folder and is writable; a FIFO, device or descriptor is writable itself)
+/// without touching the target: fem::Error in words otherwise. For checking an output path
+/// before a long computation.
 void check_writable(const std::filesystem::path& target);
 
 namespace detail {
 /// Tests only: every AtomicFile write fails with ENOSPC once `bytes` bytes were written in
 /// total by this process (negative: never, the default).
 void fail_writes_after(std::int64_t bytes);
+/// Tests only: temporary files are named with tokens first, first + 1, ... instead of random
+/// ones, so that a test can plant files at those names (negative: random, the default).
+void temp_name_tokens_from(std::int64_t first);
 }  // namespace detail
 
 }  // namespace fem

@@ -24,9 +24,10 @@ struct MemoryAvailable {
 /// The memory this process can still allocate, measured now (a few small reads of /proc and
 /// /sys, about 40 us; the cgroups are found once per process): the smallest of
 ///   - MemAvailable of /proc/meminfo (free memory plus what the kernel can reclaim),
-///   - for every cgroup of this process up to the root of its hierarchy, its limit (v2
-///     memory.max and memory.high, v1 memory.limit_in_bytes) minus its usage (memory.current,
-///     memory.usage_in_bytes) not counting inactive file pages, which are reclaimable,
+///   - for every cgroup of this process up to the root of its hierarchy, its hard limit (v2
+///     memory.max, v1 memory.limit_in_bytes) minus its usage (memory.current,
+///     memory.usage_in_bytes) not counting inactive file pages, which are reclaimable (v2
+///     memory.high is no limit: above it the kernel throttles the cgroup, it does not refuse),
 ///   - RLIMIT_AS minus the process' virtual size, RLIMIT_DATA minus its data size, when set.
 /// The environment variable FEM_MEMORY_LIMIT (bytes, with an optional K, M, G or T suffix: powers
 /// of 1024, e.g. "512M", "1.5G") replaces the measurement: the process then behaves as if it had
@@ -36,6 +37,13 @@ struct MemoryAvailable {
 MemoryAvailable memory_available();
 /// memory_available().bytes.
 std::uint64_t available_memory();
+
+namespace detail {
+/// Tests only: what one cgroup directory `dir` (v2 when `v2`, else v1) leaves this process, as
+/// memory_available() reads it: its hard limit minus its usage without inactive file pages, and
+/// the file that set it; {the largest std::uint64_t, ""} when it sets no limit.
+MemoryAvailable cgroup_memory_available(const std::string& dir, bool v2);
+}  // namespace detail
 
 /// Bytes from "1073741824", "512M", "1.5G", "64 KiB", "2GB" (K, M, G, T: powers of 1024; an
 /// optional "B" or "iB" after the suffix; case-insensitive; surrounding blanks allowed).
