@@ -31,8 +31,7 @@ struct HeatOptions {
 // The .pvd of --output: FILE.pvd, or FOLDER/heat.pvd; folders created, writability checked.
 std::filesystem::path pvd_path(const std::string& output) {
   std::filesystem::path p(output);
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string ext = lowercase_extension(p);
   std::error_code ec;
   if (ext != ".pvd") {
     if (!ext.empty() && !std::filesystem::is_directory(p, ec))

@@ -42,6 +42,12 @@ struct LocalParser {
 }  // namespace
 
 namespace {
+/// `s` without leading and trailing blanks.
+std::string trimmed(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
+  return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
+}
+
 /// An '=' that is not part of ==, <=, >=, != assigns to a variable (muparser's =, +=, -=, ...).
 bool assigns(const std::string& text) {
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -183,11 +189,7 @@ std::vector<TaggedExpression> tagged_values(const Mesh& mesh, const std::string&
   std::map<int, std::size_t> seen;  // resolved tag (all: INT_MIN) -> index in out
   for (const auto& v : values) {
     TaggedExpression te = split_tagged(option, v);
-    const auto trim = [](const std::string& s) {
-      const auto a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
-      return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
-    };
-    te.expr = trim(te.expr);
+    te.expr = trimmed(te.expr);
     const int key = te.tag == "all"   ? std::numeric_limits<int>::min()
                     : facets          ? facet_tag(mesh, option, te.tag)
                                       : cell_tag(mesh, option, te.tag);
@@ -273,8 +275,7 @@ std::vector<std::optional<Expression>> vector_expression(const std::string& opti
                             components == 3 ? ",EXPR,EXPR" : components == 2 ? ",EXPR" : ""));
   std::vector<std::optional<Expression>> out;
   for (std::size_t k = 0; k < parts.size(); ++k) {
-    const auto first = parts[k].find_first_not_of(" \t"), last = parts[k].find_last_not_of(" \t");
-    const std::string part = first == std::string::npos ? "" : parts[k].substr(first, last - first + 1);
+    const std::string part = trimmed(parts[k]);
     if (part.empty())
       throw Error(fmt::format("{} '{}': component {} is empty{}", option, text, k + 1,
                               allow_free ? " (write 'free' for a component that is not prescribed)" : ""));
@@ -575,49 +576,35 @@ void print_timings(std::FILE* out, const Timings& t, const Store& store) {
   fmt::print(out, "\n");
 }
 
-void create_parent_folders(const std::string& option, const std::filesystem::path& path) {
-  const auto folder = path.parent_path();
-  if (folder.empty()) return;
+std::string lowercase_extension(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+
+void prepare_output_folder(const std::string& option, const std::filesystem::path& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(folder, ec)) return;
-  std::filesystem::create_directories(folder, ec);
-  if (ec) {
-    try {
-      check_writable(path);  // says which part of the path is in the way
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: {}", option, e.what()));
-    }
-    throw Error(fmt::format("{} '{}': cannot create the folder '{}': {}", option, path.string(), folder.string(),
-                            ec.message()));
+  if (const auto folder = path.parent_path(); !folder.empty() && !std::filesystem::is_directory(folder, ec))
+    std::filesystem::create_directories(folder, ec);  // on failure, check_writable says what is in the way
+  try {
+    check_writable(path);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", option, e.what()));
   }
 }
 
 void prepare_output(const std::string& option, const std::string& path, const std::string& extension,
                     const std::string& writes) {
   if (path.empty()) return;
-  const std::filesystem::path p(path);
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (ext != extension)
+  if (lowercase_extension(path) != extension)
     throw Error(fmt::format("{} '{}': this subcommand writes {}; give a file name ending in {}", option, path, writes,
                             extension));
-  create_parent_folders(option, p);
-  try {
-    check_writable(p);
-  } catch (const Error& e) {
-    throw Error(fmt::format("{}: {}", option, e.what()));
-  }
+  prepare_output_folder(option, path);
 }
 
 void prepare_outputs(const CommonOptions& o, const std::string& extension, const std::string& writes) {
   if (!extension.empty()) prepare_output("--output", o.output, extension, writes);
-  if (o.json.empty() || o.json == "-") return;
-  create_parent_folders("--json", o.json);
-  try {
-    check_writable(o.json);
-  } catch (const Error& e) {
-    throw Error(fmt::format("--json: {}", e.what()));
-  }
+  if (!o.json.empty() && o.json != "-") prepare_output_folder("--json", o.json);
 }
 
 void require_finite(std::span<const double> values, const std::string& what) {

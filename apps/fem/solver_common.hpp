@@ -255,8 +255,10 @@ void prepare_output(const std::string& option, const std::string& path, const st
                     const std::string& writes);
 /// prepare_output for --output (when `extension` is not empty) and the --json file's folder.
 void prepare_outputs(const CommonOptions& o, const std::string& extension, const std::string& writes);
-/// The folder of `path` created when missing, with errors in words.
-void create_parent_folders(const std::string& option, const std::filesystem::path& path);
+/// The folder of `path` created when missing and checked writable, with errors in words.
+void prepare_output_folder(const std::string& option, const std::filesystem::path& path);
+/// The extension of `path` in lower case (".vtu").
+std::string lowercase_extension(const std::filesystem::path& path);
 /// A result about to be written must be finite: a fem::Error naming `what` and the first entry
 /// otherwise (results never carry NaN).
 void require_finite(std::span<const double> values, const std::string& what);

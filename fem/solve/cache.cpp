@@ -156,23 +156,10 @@ SolveReport solve_into(Store& store, const std::string& key, std::span<const dou
   double defect = -1;
   if (const auto& ns = f.null_space(); ns && B.size() == n * static_cast<std::size_t>(nrhs)) {
     corrected.assign(B.begin(), B.end());
-    for (index_t k = 0; k < nrhs; ++k) {
-      const std::span<double> column = std::span(corrected).subspan(k * n, n);
-      const double d = ns->defect(column);
-      defect = std::max(defect, d);
-      if (!(d <= std::max(options.compatibility_tolerance, ns->rounding_defect()))) {
-        SolveReport r;
-        r.status = Status::incompatible;
-        r.compatibility_defect = d;
-        r.reason = fmt::format(
-            "{}: the matrix is singular (null space: {}) and the right-hand side{} is incompatible with it: "
-            "relative defect {:.3g} > tolerance {:.3g}",
-            to_string(f.backend()), ns->description(), nrhs > 1 ? fmt::format(" {}", k) : "", d,
-            options.compatibility_tolerance);
-        return r;
-      }
-      ns->make_compatible(column);
-    }
+    const SolveReport compatible =
+        detail::make_data_compatible(*ns, corrected, nrhs, options.compatibility_tolerance, f.backend());
+    if (!compatible) return compatible;
+    defect = compatible.compatibility_defect;
     data = corrected;
   }
   SolveReport r = transpose ? f.solve_transpose(data, X, nrhs) : f.solve(data, X, nrhs);

@@ -342,26 +342,13 @@ SolveReport Factorization::checked_solve(std::span<const double> B, std::span<do
     // pinned unknowns are zero, and the solution is normalized: the same x for every backend.
     const auto n = static_cast<std::size_t>(n_);
     std::vector<double> C(B.begin(), B.end());
-    double worst = 0;
-    for (index_t k = 0; k < nrhs; ++k) {
-      const std::span<double> c(C.data() + k * n, n);
-      const double defect = null_space_->defect(c);
-      worst = std::max(worst, defect);
-      if (!(defect <= std::max(options_.compatibility_tolerance, null_space_->rounding_defect()))) {
-        r.status = Status::incompatible;
-        r.reason = fmt::format(
-            "{}: the matrix is singular (null space: {}) and the right-hand side{} is incompatible with it: "
-            "relative defect {:.3g} > tolerance {:.3g}",
-            to_string(backend()), null_space_->description(), nrhs > 1 ? fmt::format(" {}", k) : "", defect,
-            options_.compatibility_tolerance);
-        r.compatibility_defect = defect;
-        return r;
-      }
-      null_space_->make_compatible(c);
-      for (index_t p : pinned_) c[static_cast<std::size_t>(p)] = 0.0;
-    }
+    const SolveReport data =
+        detail::make_data_compatible(*null_space_, C, nrhs, options_.compatibility_tolerance, backend());
+    if (!data) return data;
+    for (index_t k = 0; k < nrhs; ++k)
+      for (index_t p : pinned_) C[static_cast<std::size_t>(k) * n + static_cast<std::size_t>(p)] = 0.0;
     r = do_solve(C, X, nrhs, transpose);
-    r.compatibility_defect = worst;
+    r.compatibility_defect = data.compatibility_defect;
     if (r.ok())
       for (index_t k = 0; k < nrhs; ++k) null_space_->normalize(X.subspan(k * n, n));
   } else {

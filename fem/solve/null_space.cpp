@@ -18,8 +18,30 @@ double norm2(std::span<const double> v) {
   return std::sqrt(s);
 }
 
-
 }  // namespace
+
+SolveReport detail::make_data_compatible(const NullSpace& null_space, std::span<double> data, index_t nrhs,
+                                         double tolerance, Backend backend) {
+  const auto n = static_cast<std::size_t>(null_space.size());
+  SolveReport r;
+  r.compatibility_defect = 0;
+  for (index_t k = 0; k < nrhs; ++k) {
+    const std::span<double> column = data.subspan(static_cast<std::size_t>(k) * n, n);
+    const double defect = null_space.defect(column);
+    r.compatibility_defect = std::max(r.compatibility_defect, defect);
+    if (!(defect <= std::max(tolerance, null_space.rounding_defect()))) {
+      r.status = Status::incompatible;
+      r.compatibility_defect = defect;
+      r.reason = fmt::format(
+          "{}: the matrix is singular (null space: {}) and the right-hand side{} is incompatible with it: "
+          "relative defect {:.3g} > tolerance {:.3g}",
+          to_string(backend), null_space.description(), nrhs > 1 ? fmt::format(" {}", k) : "", defect, tolerance);
+      return r;
+    }
+    null_space.make_compatible(column);
+  }
+  return r;
+}
 
 std::shared_ptr<const NullSpace> detail::constant_null_space(const CsrMatrix& matrix) {
   const auto off = matrix.pattern().row_offsets();

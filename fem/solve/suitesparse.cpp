@@ -241,12 +241,7 @@ class Cholmod final : public Factorization {
     }
     if (c_.status == CHOLMOD_OUT_OF_MEMORY) {
       cholmod_free_factor(&L_, &c_);
-      return {Status::out_of_memory,
-              fmt::format("cholmod: out of memory in the numeric factorization (the factor needs {}, {} were "
-                          "available before it)",
-                          format_bytes(sym.prediction().factor_bytes),
-                          format_bytes(static_cast<double>(available_memory()))),
-              -1, -1};
+      return out_of_memory(Backend::cholmod, sym.prediction());
     }
     if (c_.status < CHOLMOD_OK)
       return {Status::backend_error, fmt::format("cholmod_factorize failed (status {})", c_.status), -1, -1};
@@ -433,13 +428,7 @@ class Umfpack final : public Factorization {
     }
     if (status == UMFPACK_ERROR_out_of_memory) {
       release();
-      return {
-          Status::out_of_memory,
-          fmt::format("umfpack: out of memory in the numeric factorization (estimated {} for the factors, "
-                      "{} were available before it)",
-                      format_bytes(sym.prediction().factor_bytes),
-                      format_bytes(static_cast<double>(available_memory()))),
-          -1, -1};
+      return out_of_memory(Backend::umfpack, sym.prediction());
     }
     if (status != UMFPACK_OK) {
       release();
@@ -607,13 +596,7 @@ class Klu final : public Factorization {
                                  ": more entries than KLU's 32-bit interface can index (KLU_TOO_LARGE)"),
                 -1, -1};
       if (c_.status == KLU_OUT_OF_MEMORY)
-        return {
-            Status::out_of_memory,
-            fmt::format("klu: out of memory in the numeric factorization (estimated {} for the factors, {} "
-                        "were available before it)",
-                        format_bytes(sym.prediction().factor_bytes),
-                        format_bytes(static_cast<double>(available_memory()))),
-            -1, -1};
+        return out_of_memory(Backend::klu, sym.prediction());
       return {Status::backend_error, fmt::format("klu_factor failed (status {})", c_.status), -1, -1};
     }
     nnz_ = static_cast<std::size_t>(numeric_->lnz + numeric_->unz - size() + numeric_->nzoff);

@@ -233,6 +233,14 @@ std::uint64_t name_token() {
 
 constexpr int kNameAttempts = 16;
 
+// fem::Error unless this process' `descriptor` is open for writing.
+void require_writable_descriptor(int descriptor, const std::filesystem::path& target) {
+  const int mode = ::fcntl(descriptor, F_GETFL);
+  if (mode < 0 || (mode & O_ACCMODE) == O_RDONLY)
+    throw Error(fmt::format("cannot write {}: descriptor {}: {}", quoted(target), descriptor,
+                            std::strerror(mode < 0 ? errno : EBADF)));
+}
+
 }  // namespace
 
 struct AtomicFile::Impl {
@@ -249,9 +257,8 @@ AtomicFile::AtomicFile(std::filesystem::path target)
   Destination& d = impl_->dest;
   d = resolve(target_);
   if (d.direct && d.descriptor >= 0) {
-    const int mode = ::fcntl(d.descriptor, F_GETFL);
-    if (mode >= 0 && (mode & O_ACCMODE) == O_RDONLY) errno = EBADF;
-    impl_->fd = mode < 0 || (mode & O_ACCMODE) == O_RDONLY ? -1 : ::fcntl(d.descriptor, F_DUPFD_CLOEXEC, 0);
+    require_writable_descriptor(d.descriptor, target_);
+    impl_->fd = ::fcntl(d.descriptor, F_DUPFD_CLOEXEC, 0);
     if (impl_->fd < 0)
       throw Error(fmt::format("cannot write {}: descriptor {}: {}", quoted(target_), d.descriptor,
                               std::strerror(errno)));
@@ -336,13 +343,7 @@ void write_file_atomically(const std::filesystem::path& target, std::string_view
 
 void check_writable(const std::filesystem::path& target) {
   const Destination d = resolve(target);
-  if (d.descriptor >= 0) {  // open for writing
-    const int mode = ::fcntl(d.descriptor, F_GETFL);
-    if (mode < 0 || (mode & O_ACCMODE) == O_RDONLY)
-      throw Error(fmt::format("cannot write {}: descriptor {}: {}", quoted(target), d.descriptor,
-                              std::strerror(mode < 0 ? errno : EBADF)));
-    return;
-  }
+  if (d.descriptor >= 0) return require_writable_descriptor(d.descriptor, target);
   // A direct write needs the file itself writable, a replacement its folder.
   const std::filesystem::path what = d.direct ? d.file : d.file.parent_path();
   if (::access(what.c_str(), W_OK) != 0)

@@ -255,21 +255,17 @@ const std::vector<Cgroup>& cgroups() {
 // succeeds, so memory.high limits nothing here (refusing a problem for it would refuse one that
 // runs, only slower).
 void cgroup_limit(const Cgroup& g, Limit& limit) {
-  if (g.v2) {
-    const std::uint64_t max = read_number(g.dir + "/memory.max").value_or(unlimited);
-    if (max == unlimited) return;
-    const auto current = read_number(g.dir + "/memory.current");
-    if (!current) return;
-    const std::uint64_t inactive = read_field(g.dir + "/memory.stat", "inactive_file").value_or(0);
-    limit.take(headroom(max, *current, inactive), "cgroup memory.max");
-  } else {
-    const std::uint64_t max = read_number(g.dir + "/memory.limit_in_bytes").value_or(unlimited);
-    if (max == unlimited) return;
-    const auto usage = read_number(g.dir + "/memory.usage_in_bytes");
-    if (!usage) return;
-    const std::uint64_t inactive = read_field(g.dir + "/memory.stat", "total_inactive_file").value_or(0);
-    limit.take(headroom(max, *usage, inactive), "cgroup memory.limit_in_bytes");
-  }
+  struct Files {
+    const char *max, *usage, *inactive;
+  };
+  const Files f = g.v2 ? Files{"memory.max", "memory.current", "inactive_file"}
+                       : Files{"memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"};
+  const std::uint64_t max = read_number(g.dir + "/" + f.max).value_or(unlimited);
+  if (max == unlimited) return;
+  const auto usage = read_number(g.dir + "/" + f.usage);
+  if (!usage) return;
+  const std::uint64_t inactive = read_field(g.dir + "/memory.stat", f.inactive).value_or(0);
+  limit.take(headroom(max, *usage, inactive), std::string("cgroup ") + f.max);
 }
 
 }  // namespace

@@ -45,34 +45,17 @@ NullSpace::NullSpace(index_t size, std::vector<std::vector<double>> vectors, std
   z_ = flatten(vectors, "vector");
   w_ = functionals.empty() ? z_ : flatten(functionals, "functional");
 
-  // LU with partial pivoting of (WᵀZ)_{ij} = w_i · z_j; a (nearly) singular WᵀZ means linearly
-  // dependent vectors, or functionals that cannot fix them.
-  const int k = k_;
-  wz_lu_.assign(static_cast<std::size_t>(k * k), 0.0);
-  double scale = 0;
-  for (int i = 0; i < k; ++i)
-    for (int j = 0; j < k; ++j) {
-      double s = 0;
-      for (std::size_t r = 0; r < n; ++r) s += w_[i * n + r] * z_[j * n + r];
-      wz_lu_[static_cast<std::size_t>(i * k + j)] = s;
-      scale = std::max(scale, std::abs(s));
-    }
-  wz_pivot_.resize(static_cast<std::size_t>(k));
-  for (int c = 0; c < k; ++c) {
-    int p = c;
-    for (int r = c + 1; r < k; ++r)
-      if (std::abs(wz_lu_[r * k + c]) > std::abs(wz_lu_[p * k + c])) p = r;
-    FEM_EXPECTS(std::abs(wz_lu_[p * k + c]) > 1e-12 * scale,
-                "null space: the vectors ({}) are linearly dependent, or the functionals cannot normalize them",
-                description());
-    wz_pivot_[c] = p;
-    if (p != c)
-      for (int j = 0; j < k; ++j) std::swap(wz_lu_[c * k + j], wz_lu_[p * k + j]);
-    for (int r = c + 1; r < k; ++r) {
-      const double f = wz_lu_[r * k + c] /= wz_lu_[c * k + c];
-      for (int j = c + 1; j < k; ++j) wz_lu_[r * k + j] -= f * wz_lu_[c * k + j];
-    }
-  }
+  // (WᵀZ)_{ij} = w_i · z_j, solved with at every projection (k ≤ 6); a (nearly) singular WᵀZ
+  // means linearly dependent vectors, or functionals that cannot fix them.
+  const auto N = static_cast<Eigen::Index>(n);
+  const Eigen::MatrixXd wz = Eigen::Map<const Eigen::MatrixXd>(w_.data(), N, k_).transpose() *
+                             Eigen::Map<const Eigen::MatrixXd>(z_.data(), N, k_);
+  Eigen::FullPivLU<Eigen::MatrixXd> lu(wz);
+  lu.setThreshold(1e-12);
+  FEM_EXPECTS(lu.rank() == k_,
+              "null space: the vectors ({}) are linearly dependent, or the functionals cannot normalize them",
+              description());
+  wz_.assign(wz.data(), wz.data() + wz.size());
 }
 
 std::span<const double> NullSpace::vector(int k) const noexcept {
@@ -91,26 +74,16 @@ std::string NullSpace::description() const {
   return s;
 }
 
-void NullSpace::solve_small(std::vector<double>& r, bool transpose) const {
-  const int k = k_;
-  const double* a = wz_lu_.data();
-  if (!transpose) {  // P A = L U: solve L U y = P r
-    for (int c = 0; c < k; ++c) std::swap(r[c], r[wz_pivot_[c]]);
-    for (int i = 0; i < k; ++i)
-      for (int j = 0; j < i; ++j) r[i] -= a[i * k + j] * r[j];
-    for (int i = k - 1; i >= 0; --i) {
-      for (int j = i + 1; j < k; ++j) r[i] -= a[i * k + j] * r[j];
-      r[i] /= a[i * k + i];
-    }
-  } else {  // Aᵀ = Uᵀ Lᵀ P: solve Uᵀ s = r, Lᵀ t = s, y = Pᵀ t
-    for (int i = 0; i < k; ++i) {
-      for (int j = 0; j < i; ++j) r[i] -= a[j * k + i] * r[j];
-      r[i] /= a[i * k + i];
-    }
-    for (int i = k - 1; i >= 0; --i)
-      for (int j = i + 1; j < k; ++j) r[i] -= a[j * k + i] * r[j];
-    for (int c = k - 1; c >= 0; --c) std::swap(r[c], r[wz_pivot_[c]]);
-  }
+void NullSpace::project(std::span<double> v, const std::vector<double>& along, const std::vector<double>& measured,
+                        bool transposed) const {
+  FEM_EXPECTS(v.size() == static_cast<std::size_t>(n_), "null space of size {}: a vector of {} entries", n_,
+              v.size());
+  const auto N = static_cast<Eigen::Index>(n_);
+  const Eigen::Map<const Eigen::MatrixXd> A(along.data(), N, k_), B(measured.data(), N, k_);
+  const Eigen::Map<const Eigen::MatrixXd> wz(wz_.data(), k_, k_);
+  Eigen::Map<Eigen::VectorXd> x(v.data(), N);
+  const Eigen::VectorXd y = B.transpose() * x;
+  x -= A * (transposed ? Eigen::MatrixXd(wz.transpose()).partialPivLu().solve(y) : wz.partialPivLu().solve(y));
 }
 
 double NullSpace::defect(std::span<const double> b) const {
@@ -130,39 +103,15 @@ double NullSpace::defect(std::span<const double> b) const {
 }
 
 void NullSpace::make_compatible(std::span<double> b) const {
-  FEM_EXPECTS(b.size() == static_cast<std::size_t>(n_), "null space of size {}: a vector of {} entries", n_,
-              b.size());
-  // Zᵀ(b - W y) = 0  ⇔  (ZᵀW) y = Zᵀb, and ZᵀW = (WᵀZ)ᵀ.
-  std::vector<double> y(static_cast<std::size_t>(k_));
-  for (int k = 0; k < k_; ++k) {
-    const auto z = vector(k);
-    for (std::size_t i = 0; i < b.size(); ++i) y[k] += z[i] * b[i];
-  }
-  solve_small(y, /*transpose=*/true);
-  for (int k = 0; k < k_; ++k) {
-    const auto w = functional(k);
-    for (std::size_t i = 0; i < b.size(); ++i) b[i] -= w[i] * y[k];
-  }
+  project(b, w_, z_, /*transposed=*/true);  // Zᵀ(b - W y) = 0  ⇔  (ZᵀW) y = Zᵀb, ZᵀW = (WᵀZ)ᵀ
 }
 
 void NullSpace::normalize(std::span<double> x) const {
-  FEM_EXPECTS(x.size() == static_cast<std::size_t>(n_), "null space of size {}: a vector of {} entries", n_,
-              x.size());
-  // Wᵀ(x - Z y) = 0  ⇔  (WᵀZ) y = Wᵀx.
-  std::vector<double> y(static_cast<std::size_t>(k_));
-  for (int k = 0; k < k_; ++k) {
-    const auto w = functional(k);
-    for (std::size_t i = 0; i < x.size(); ++i) y[k] += w[i] * x[i];
-  }
-  solve_small(y, /*transpose=*/false);
-  for (int k = 0; k < k_; ++k) {
-    const auto z = vector(k);
-    for (std::size_t i = 0; i < x.size(); ++i) x[i] -= z[i] * y[k];
-  }
+  project(x, z_, w_, /*transposed=*/false);  // Wᵀ(x - Z y) = 0  ⇔  (WᵀZ) y = Wᵀx
 }
 
 std::size_t NullSpace::bytes() const noexcept {
-  std::size_t s = sizeof(*this) + (z_.capacity() + w_.capacity() + wz_lu_.capacity()) * sizeof(double);
+  std::size_t s = sizeof(*this) + (z_.capacity() + w_.capacity() + wz_.capacity()) * sizeof(double);
   for (const auto& name : names_) s += name.capacity();
   return s;
 }

@@ -28,6 +28,13 @@ std::vector<int> metis_order(int n, const int* offsets, const int* indices);
 /// First NaN/Inf entry as a failed Result, or success.
 Result check_finite(const CsrMatrix& matrix);
 
+/// Checks the right-hand sides of a singular system (n × nrhs, column-major, in place) against
+/// its null space and removes their component along it: `incompatible` (naming the backend and
+/// the defect) when a column's defect exceeds `tolerance` (rounding never does), else success
+/// with the worst defect in compatibility_defect.
+SolveReport make_data_compatible(const NullSpace& null_space, std::span<double> data, index_t nrhs,
+                                 double tolerance, Backend backend);
+
 /// The constant null space of a symmetric matrix whose every row sums to zero (relative to the
 /// row's size), else nullptr. O(nnz); most matrices leave at their first rows.
 std::shared_ptr<const NullSpace> constant_null_space(const CsrMatrix& matrix);
@@ -69,6 +76,8 @@ inline constexpr double memory_safety_factor = 1.2;
 /// (factor + workspace) × memory_safety_factor exceeds fem::memory_available(); success
 /// otherwise and without a prediction. Called before the numeric factorization allocates.
 Result check_fits(Backend backend, Ordering ordering, const Prediction& prediction);
+/// What a backend's out-of-memory status says: the predicted factor against what was available.
+Result out_of_memory(Backend backend, const Prediction& prediction);
 
 /// The reason of a factorization refused for its size (`what`: why, e.g. "more than ... can
 /// index"), ending with what to do instead.

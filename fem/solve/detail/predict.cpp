@@ -150,6 +150,15 @@ std::string too_large_reason(Backend backend, Ordering ordering, const Predictio
   return r;
 }
 
+Result out_of_memory(Backend backend, const Prediction& prediction) {
+  return {Status::out_of_memory,
+          fmt::format("{}: out of memory in the numeric factorization (the factors need about {}, {} were "
+                      "available before it)",
+                      to_string(backend), format_bytes(prediction.factor_bytes),
+                      format_bytes(static_cast<double>(available_memory()))),
+          -1, -1};
+}
+
 Result check_fits(Backend backend, Ordering ordering, const Prediction& prediction) {
   if (!(prediction.factor_bytes >= 0)) return {};
   const double need = (prediction.factor_bytes + prediction.workspace_bytes) * memory_safety_factor;

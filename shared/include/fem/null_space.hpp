@@ -57,10 +57,10 @@ class NullSpace {
   int k_ = 0;
   std::vector<double> z_, w_;  // n × k, column-major
   std::vector<std::string> names_;
-  std::vector<double> wz_lu_;  // LU of the k × k matrix (WᵀZ)_{ij} = w_iᵀ z_j, partial pivoting
-  std::vector<int> wz_pivot_;
-  // Solve (WᵀZ) y = r (transpose: (ZᵀW) y = r) in place.
-  void solve_small(std::vector<double>& r, bool transpose) const;
+  std::vector<double> wz_;  // the k × k matrix (WᵀZ)_{ij} = w_iᵀ z_j, column-major
+  // v -= A M⁻¹ Bᵀv with M = WᵀZ (or its transpose): A = `along`, B = `measured`, both n × k.
+  void project(std::span<double> v, const std::vector<double>& along, const std::vector<double>& measured,
+               bool transposed) const;
 };
 
 /// The null space of A within the span of `candidates` (e.g. the constants, or the rigid motions
