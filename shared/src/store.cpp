@@ -344,7 +344,7 @@ std::pair<std::shared_ptr<const void>, Version> Store::get_erased(std::string_vi
 
 std::shared_ptr<const void> Store::get_or_compute_erased(std::string_view key,
                                                          std::string_view type,
-                                                         std::vector<Input> inputs,
+                                                         std::vector<Input> inputs, bool evictable,
                                                          const std::function<Computed()>& compute) {
   validate_key(key);
   validate_inputs(key, inputs);
@@ -417,7 +417,7 @@ std::shared_ptr<const void> Store::get_or_compute_erased(std::string_view key,
     if (!type_clash && s.inputs_current(inputs)) {
       cycle = s.cycle_through_locked(key, inputs);  // checked above; the inputs' entries cannot have changed
       if (cycle.empty())
-        s.publish_locked(key, computed.value, type, computed.bytes, /*evictable=*/true, computed.residency,
+        s.publish_locked(key, computed.value, type, computed.bytes, evictable, computed.residency,
                          std::move(inputs), graveyard);
     }
   }
@@ -430,6 +430,13 @@ std::shared_ptr<const void> Store::get_or_compute_erased(std::string_view key,
   promise.set_value(computed.value);
   finish();
   return computed.value;
+}
+
+bool Store::holds(std::string_view key, const std::vector<Input>& inputs) const {
+  validate_key(key);
+  std::shared_lock lock(impl_->mutex);
+  auto it = impl_->entries.find(key);
+  return it != impl_->entries.end() && it->second->inputs == inputs;
 }
 
 bool Store::contains(std::string_view key) const {

@@ -238,6 +238,33 @@ TEST(Eviction, EvictingAnInputDropsWhatWasDerivedFromIt) {
   EXPECT_FALSE(s.contains("p#f"));
 }
 
+TEST(Eviction, DerivedEntriesThatAreNotEvictableStayUntilTheirInputChanges) {
+  // What fem::dist needs for values whose release is collective (a distributed factorization).
+  Store s(1000);
+  const auto v = s.put("A", Blob{100});
+  s.get_or_compute<Blob>("A#factor", {{"A", v}}, [] { return Blob{800}; }, /*evictable=*/false);
+  s.put("cache", Blob{600}, fem::PutOptions().cache());
+  s.set_byte_budget(1);
+  EXPECT_TRUE(s.contains("A#factor"));
+  EXPECT_FALSE(s.contains("cache"));
+  EXPECT_FALSE(s.info("A#factor").evictable);
+  s.put("A", Blob{100});  // a new version drops it as usual
+  EXPECT_FALSE(s.contains("A#factor"));
+}
+
+TEST(Derived, HoldsSaysWhetherGetOrComputeWouldHit) {
+  Store s;
+  const auto v = s.put("A", Blob{10});
+  EXPECT_FALSE(s.holds("A#f", {{"A", v}}));
+  s.get_or_compute<Blob>("A#f", {{"A", v}}, [] { return Blob{10}; });
+  const auto before = s.stats();
+  EXPECT_TRUE(s.holds("A#f", {{"A", v}}));
+  EXPECT_FALSE(s.holds("A#f", {{"A", v + 1}}));
+  EXPECT_FALSE(s.holds("A#f", {}));
+  EXPECT_EQ(s.stats().hits, before.hits);  // a query, not a read
+  EXPECT_EQ(s.stats().misses, before.misses);
+}
+
 TEST(Derived, ComputedOnceThenHit) {
   Store s;
   const auto v = s.put("mesh", Blob{10, 1});

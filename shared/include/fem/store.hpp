@@ -157,12 +157,14 @@ class Store {
   /// may use the store. Concurrent callers asking for the same key and inputs wait for one
   /// computation instead of repeating it. When an input was replaced while computing, the
   /// result is returned to the caller but not published: a stale entry is never stored.
-  /// Derived entries are caches: always evictable.
+  /// Derived entries are caches, evictable unless `evictable` is false: a value whose release
+  /// must happen on every process together (a distributed factorization, fem::dist) is kept out
+  /// of the per-process LRU eviction; it still goes when an input changes or on erase().
   template <Storable T, class Compute>
   std::shared_ptr<const T> get_or_compute(std::string_view key, std::vector<Input> inputs,
-                                          Compute&& compute) {
+                                          Compute&& compute, bool evictable = true) {
     auto value = get_or_compute_erased(
-        key, type_name<T>::value, std::move(inputs), [&]() -> Computed {
+        key, type_name<T>::value, std::move(inputs), evictable, [&]() -> Computed {
           std::shared_ptr<const T> v;
           if constexpr (std::is_convertible_v<decltype(compute()), std::shared_ptr<const T>>)
             v = compute();
@@ -177,6 +179,9 @@ class Store {
   // --- untyped queries -------------------------------------------------------------------
 
   bool contains(std::string_view key) const;
+  /// Whether `key` holds an entry derived from exactly `inputs` (get_or_compute would return it
+  /// without computing). Counts no hit or miss.
+  bool holds(std::string_view key, const std::vector<Input>& inputs) const;
   /// Current version of `key`; KeyError when absent.
   Version version(std::string_view key) const;
   /// Type tag of `key`; KeyError when absent.
@@ -222,7 +227,7 @@ class Store {
                                                              std::string_view type,
                                                              bool required) const;
   std::shared_ptr<const void> get_or_compute_erased(std::string_view key, std::string_view type,
-                                                    std::vector<Input> inputs,
+                                                    std::vector<Input> inputs, bool evictable,
                                                     const std::function<Computed()>& compute);
 
   std::unique_ptr<Impl> impl_;
