@@ -1,4 +1,5 @@
-// VTK XML unstructured grid writer and reader (appended raw, base64, ascii; zlib), PVD collections.
+// VTK XML unstructured grid writer and reader (appended raw, base64, ascii; zlib), parallel
+// .pvtu records of pieces, PVD collections.
 #include "fem/mesh/vtu.hpp"
 
 #include <fmt/format.h>
@@ -22,6 +23,13 @@ namespace {
 static_assert(std::endian::native == std::endian::little, "the VTU writer assumes a little-endian host");
 
 constexpr std::size_t kBlockSize = 1 << 16;
+
+// What write_vtu writes, which write_pvtu declares: they must agree (ParaView refuses a .pvtu
+// whose declarations differ from its pieces).
+constexpr const char* kFieldType = "Float64";   // every point and cell field
+constexpr const char* kPointsType = "Float64";  // the points, 3 components
+constexpr const char* kTagName = "tag";         // the cell tags, first cell array
+constexpr const char* kTagType = "Int32";
 
 // ---------------------------------------------------------------------------------------------
 // Node orders
@@ -223,18 +231,47 @@ void write_array_xml(std::ostream& out, const OutArray& a, const VtuOptions& o, 
   out << indent << "</DataArray>\n";
 }
 
-void check_fields(std::span<const Field> fields, std::size_t count, const char* what, const Mesh& mesh) {
+// Names and components of the fields (`who` writes them): what write_vtu and write_pvtu declare.
+void check_layout(std::span<const Field> fields, const char* what, const char* who, const VtuOptions& o) {
   for (std::size_t i = 0; i < fields.size(); ++i) {
     const Field& f = fields[i];
-    FEM_EXPECTS(!f.name.empty(), "write_vtu: {} field {} has no name", what, i);
-    FEM_EXPECTS(f.components >= 1, "write_vtu: {} field '{}' has {} components", what, f.name, f.components);
+    FEM_EXPECTS(!f.name.empty(), "{}: {} field {} has no name", who, what, i);
+    FEM_EXPECTS(f.components >= 1, "{}: {} field '{}' has {} components", who, what, f.name, f.components);
+    for (std::size_t j = 0; j < i; ++j)
+      FEM_EXPECTS(fields[j].name != f.name, "{}: two {} fields named '{}'", who, what, f.name);
+    FEM_EXPECTS(!(o.cell_tags && std::string_view(what) == "cell" && f.name == kTagName),
+                "{}: cell field '{}' clashes with the cell tags", who, kTagName);
+  }
+}
+
+void check_fields(std::span<const Field> fields, std::size_t count, const char* what, const Mesh& mesh,
+                  const VtuOptions& o) {
+  check_layout(fields, what, "write_vtu", o);
+  for (const Field& f : fields)
     FEM_EXPECTS(f.values.size() == count * static_cast<std::size_t>(f.components),
                 "write_vtu: {} field '{}' has {} values, expected {} ({} {}s × {} components) on mesh '{}'",
                 what, f.name, f.values.size(), count * f.components, count, what, f.components,
                 mesh.source());
-    for (std::size_t j = 0; j < i; ++j)
-      FEM_EXPECTS(fields[j].name != f.name, "write_vtu: two {} fields named '{}'", what, f.name);
-  }
+}
+
+// The opening <VTKFile> tag (after the XML declaration) of a .vtu or .pvtu.
+void write_vtkfile_tag(std::ostream& out, const char* type, const VtuOptions& o) {
+  out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"" << type
+      << "\" version=\"1.0\" "
+         "byte_order=\"LittleEndian\" "
+         "header_type=\"UInt64\"";
+  if (o.compress && o.encoding != VtuEncoding::ascii) out << " compressor=\"vtkZLibDataCompressor\"";
+  out << ">\n";
+}
+
+// `file` (absolute, or relative to the current folder) relative to the folder of `anchor`, with
+// '/' separators: how .pvd and .pvtu files name other files.
+std::string relative_to_folder_of(const std::filesystem::path& file, const std::filesystem::path& anchor) {
+  const auto abs = std::filesystem::absolute(file).lexically_normal();
+  const auto base = std::filesystem::absolute(anchor).lexically_normal().parent_path();
+  auto rel = abs.lexically_relative(base);
+  if (rel.empty()) rel = abs;
+  return rel.generic_string();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -532,22 +569,21 @@ std::span<const int> vtk_node_order(CellType type) {
 void write_vtu(const std::filesystem::path& file, const Mesh& mesh, std::span<const Field> point_data,
                std::span<const Field> cell_data, const VtuOptions& o) {
   const auto nn = static_cast<std::size_t>(mesh.num_nodes()), nc = static_cast<std::size_t>(mesh.num_cells());
-  check_fields(point_data, nn, "point", mesh);
-  check_fields(cell_data, nc, "cell", mesh);
-  for (const auto& f : cell_data)
-    FEM_EXPECTS(!(o.cell_tags && f.name == "tag"), "write_vtu: cell field 'tag' clashes with the cell tags");
+  check_fields(point_data, nn, "point", mesh, o);
+  check_fields(cell_data, nc, "cell", mesh, o);
   const bool ascii = o.encoding == VtuEncoding::ascii;
 
   std::vector<OutArray> pd, cd, pts, cells;
-  for (const auto& f : point_data) pd.push_back(make_array(f.name, "Float64", f.components, f.values, ascii));
-  if (o.cell_tags) cd.push_back(make_array("tag", "Int32", 1, mesh.cell_tags(), ascii));
-  for (const auto& f : cell_data) cd.push_back(make_array(f.name, "Float64", f.components, f.values, ascii));
+  for (const auto& f : point_data)
+    pd.push_back(make_array(f.name, kFieldType, f.components, f.values, ascii));
+  if (o.cell_tags) cd.push_back(make_array(kTagName, kTagType, 1, mesh.cell_tags(), ascii));
+  for (const auto& f : cell_data) cd.push_back(make_array(f.name, kFieldType, f.components, f.values, ascii));
 
   std::vector<double> xyz(3 * nn, 0.0);
   const int gdim = mesh.gdim();
   for (std::size_t i = 0; i < nn; ++i)
     for (int d = 0; d < gdim; ++d) xyz[3 * i + d] = mesh.coords()[i * gdim + d];
-  pts.push_back(make_array<double>("Points", "Float64", 3, xyz, ascii));
+  pts.push_back(make_array<double>("Points", kPointsType, 3, xyz, ascii));
   xyz = {};
 
   const int npc = mesh.nodes_per_cell();
@@ -574,12 +610,8 @@ void write_vtu(const std::filesystem::path& file, const Mesh& mesh, std::span<co
 
   AtomicFile atomic(file);  // all or nothing: a failure leaves the previous file as it was
   std::ostream& out = atomic.stream();
-  out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"UnstructuredGrid\" version=\"1.0\" "
-         "byte_order=\"LittleEndian\" "
-         "header_type=\"UInt64\"";
-  if (o.compress && !ascii) out << " compressor=\"vtkZLibDataCompressor\"";
-  out << ">\n  <UnstructuredGrid>\n    <Piece NumberOfPoints=\"" << nn << "\" NumberOfCells=\"" << nc
-      << "\">\n";
+  write_vtkfile_tag(out, "UnstructuredGrid", o);
+  out << "  <UnstructuredGrid>\n    <Piece NumberOfPoints=\"" << nn << "\" NumberOfCells=\"" << nc << "\">\n";
   const char* ind = "        ";
   if (!pd.empty()) {
     out << "      <PointData>\n";
@@ -811,6 +843,145 @@ Mesh VtuData::to_mesh(int gdim) const {
 }
 
 // ---------------------------------------------------------------------------------------------
+// PVTU
+
+void write_pvtu(const std::filesystem::path& pvtu, std::span<const std::string> pieces,
+                std::span<const Field> point_data_layout, std::span<const Field> cell_data_layout,
+                const VtuOptions& o) {
+  check_layout(point_data_layout, "point", "write_pvtu", o);
+  check_layout(cell_data_layout, "cell", "write_pvtu", o);
+  FEM_EXPECTS(!pieces.empty(), "write_pvtu: '{}' needs at least one piece", pvtu.string());
+  for (std::size_t i = 0; i < pieces.size(); ++i)
+    FEM_EXPECTS(!pieces[i].empty(), "write_pvtu: piece {} of '{}' has an empty path", i, pvtu.string());
+
+  const auto declare = [](std::ostream& out, std::string_view name, const char* type, int components) {
+    out << "      <PDataArray type=\"" << type << "\" Name=\"" << xml_escape(name)
+        << "\" NumberOfComponents=\"" << components << "\"/>\n";
+  };
+  AtomicFile atomic(pvtu);  // all or nothing: a failure leaves the previous file as it was
+  std::ostream& out = atomic.stream();
+  write_vtkfile_tag(out, "PUnstructuredGrid", o);
+  out << "  <PUnstructuredGrid GhostLevel=\"0\">\n";
+  if (!point_data_layout.empty()) {
+    out << "    <PPointData>\n";
+    for (const auto& f : point_data_layout) declare(out, f.name, kFieldType, f.components);
+    out << "    </PPointData>\n";
+  }
+  if (o.cell_tags || !cell_data_layout.empty()) {
+    out << "    <PCellData>\n";
+    if (o.cell_tags) declare(out, kTagName, kTagType, 1);
+    for (const auto& f : cell_data_layout) declare(out, f.name, kFieldType, f.components);
+    out << "    </PCellData>\n";
+  }
+  out << "    <PPoints>\n";
+  declare(out, "Points", kPointsType, 3);
+  out << "    </PPoints>\n";
+  for (const auto& piece : pieces)
+    out << "    <Piece Source=\"" << xml_escape(relative_to_folder_of(piece, pvtu)) << "\"/>\n";
+  out << "  </PUnstructuredGrid>\n</VTKFile>\n";
+  atomic.commit();
+}
+
+std::filesystem::path pvtu_piece_path(const std::filesystem::path& pvtu, int piece) {
+  FEM_EXPECTS(piece >= 0, "pvtu_piece_path: piece {} of '{}' is negative", piece, pvtu.string());
+  return pvtu.parent_path() / fmt::format("{}_p{}.vtu", pvtu.stem().string(), piece);
+}
+
+VtuData read_pvtu(const std::filesystem::path& pvtu) {
+  const std::string fname = pvtu.string();
+  Reader r(read_file(pvtu), fname);
+  struct Declared {
+    std::string name;
+    int components = 1;
+    std::size_t at = 0;
+  };
+  struct PieceRef {
+    std::string source;
+    std::size_t at = 0;
+  };
+  std::vector<Declared> point_decl, cell_decl;
+  std::vector<PieceRef> pieces;
+  bool seen_file = false;
+  std::string section;
+  std::size_t pos = 0;
+  Tag t;
+  while (r.next_tag(pos, t)) {
+    if (t.name == "VTKFile" && !t.closing) {
+      seen_file = true;
+      const auto type = t.attrs.find("type");
+      const std::string ty = type == t.attrs.end() ? std::string() : type->second;
+      if (ty != "PUnstructuredGrid")
+        r.fail(t.begin, fmt::format("VTK file type '{}' is not PUnstructuredGrid", ty));
+    } else if (t.name == "PPointData" || t.name == "PCellData" || t.name == "PPoints") {
+      section = (t.closing || t.self_closing) ? "" : t.name;
+    } else if (t.name == "PDataArray" && !t.closing) {
+      if (section.empty()) r.fail(t.begin, "<PDataArray> outside PPointData, PCellData or PPoints");
+      if (section == "PPoints") continue;
+      Declared a;
+      a.at = t.begin;
+      const auto name = t.attrs.find("Name");
+      if (name == t.attrs.end() || name->second.empty()) r.fail(t.begin, "<PDataArray> without a Name");
+      a.name = name->second;
+      if (const auto nc = t.attrs.find("NumberOfComponents"); nc != t.attrs.end()) {
+        const auto [p, ec] =
+            std::from_chars(nc->second.data(), nc->second.data() + nc->second.size(), a.components);
+        if (ec != std::errc() || p != nc->second.data() + nc->second.size() || a.components < 1)
+          r.fail(t.begin, fmt::format("array '{}' has NumberOfComponents '{}'", a.name, nc->second));
+      }
+      auto& decl = section == "PPointData" ? point_decl : cell_decl;
+      for (const auto& d : decl)
+        if (d.name == a.name)
+          r.fail(t.begin, fmt::format("array '{}' is declared twice in <{}>", a.name, section));
+      decl.push_back(std::move(a));
+    } else if (t.name == "Piece" && !t.closing) {
+      const auto src = t.attrs.find("Source");
+      if (src == t.attrs.end() || src->second.empty()) r.fail(t.begin, "<Piece> without a Source");
+      pieces.push_back({src->second, t.begin});
+    }
+  }
+  if (!seen_file) r.fail(0, "not a VTK XML file (no <VTKFile>)");
+  if (pieces.empty()) r.fail(0, "no <Piece> in the file");
+
+  VtuData d;
+  d.source = fname;
+  for (const auto& a : point_decl) d.point_data.push_back({a.name, a.components, {}});
+  for (const auto& a : cell_decl) d.cell_data.push_back({a.name, a.components, {}});
+  for (const auto& piece : pieces) {
+    const std::filesystem::path file = pvtu.parent_path() / piece.source;
+    VtuData p;
+    try {
+      p = read_vtu(file);
+    } catch (const ParseError&) {
+      throw;  // names the piece, and where in it
+    } catch (const Error& e) {
+      r.fail(piece.at, fmt::format("piece '{}' cannot be read: {}", piece.source, e.what()));
+    }
+    const auto append = [&](std::vector<VtuArray>& into, const std::vector<Declared>& decl, bool point) {
+      for (std::size_t k = 0; k < decl.size(); ++k) {
+        const VtuArray* a = point ? p.point_array(decl[k].name) : p.cell_array(decl[k].name);
+        const char* what = point ? "point" : "cell";
+        if (!a)
+          r.fail(piece.at, fmt::format("piece '{}' has no {} array '{}', which this file declares at byte {}",
+                                       piece.source, what, decl[k].name, decl[k].at));
+        if (a->components != decl[k].components)
+          r.fail(piece.at, fmt::format("{} array '{}' of piece '{}' has {} components, this file declares {}",
+                                       what, decl[k].name, piece.source, a->components, decl[k].components));
+        into[k].values.insert(into[k].values.end(), a->values.begin(), a->values.end());
+      }
+    };
+    append(d.point_data, point_decl, true);
+    append(d.cell_data, cell_decl, false);
+    const auto point0 = static_cast<std::int64_t>(d.num_points());
+    const auto conn0 = static_cast<std::int64_t>(d.connectivity.size());
+    d.points.insert(d.points.end(), p.points.begin(), p.points.end());
+    for (const auto v : p.connectivity) d.connectivity.push_back(v + point0);
+    for (const auto v : p.offsets) d.offsets.push_back(v + conn0);
+    d.types.insert(d.types.end(), p.types.begin(), p.types.end());
+  }
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------
 // PVD
 
 PvdWriter::PvdWriter(std::filesystem::path pvd, VtuOptions options)
@@ -818,24 +989,25 @@ PvdWriter::PvdWriter(std::filesystem::path pvd, VtuOptions options)
   check_writable(pvd_);  // fail now, before the simulation, but leave a previous series alone
 }
 
+std::filesystem::path PvdWriter::next_path(std::string_view extension) const {
+  FEM_EXPECTS(!extension.empty() && extension.front() == '.',
+              "PvdWriter::next_path: extension '{}' does not start with '.'", extension);
+  return pvd_.parent_path() / fmt::format("{}_{:06d}{}", pvd_.stem().string(), steps_.size(), extension);
+}
+
 std::filesystem::path PvdWriter::write(double time, const Mesh& mesh, std::span<const Field> point_data,
                                        std::span<const Field> cell_data) {
-  const std::string name = fmt::format("{}_{:06d}.vtu", pvd_.stem().string(), steps_.size());
-  const std::filesystem::path file = pvd_.parent_path() / name;
+  const std::filesystem::path file = next_path(".vtu");
   write_vtu(file, mesh, point_data, cell_data, options_);  // the frame first, then the .pvd naming it
-  steps_.push_back({time, name});
+  steps_.push_back({time, file.filename().string()});
   rewrite();
   return file;
 }
 
-void PvdWriter::add(double time, const std::filesystem::path& vtu) {
-  std::filesystem::path rel = vtu;
-  if (vtu.is_absolute()) {
-    const auto base = std::filesystem::absolute(pvd_).parent_path();
-    rel = vtu.lexically_relative(base);
-    if (rel.empty()) rel = vtu;
-  }
-  steps_.push_back({time, rel.generic_string()});
+void PvdWriter::add(double time, const std::filesystem::path& file) {
+  FEM_EXPECTS(!file.empty(), "PvdWriter::add: empty path for the step at time {} of '{}'", time,
+              pvd_.string());
+  steps_.push_back({time, relative_to_folder_of(file, pvd_)});
   rewrite();
 }
 

@@ -6,12 +6,23 @@
 //   fem::mesh::write_vtu("out/u.vtu", mesh, fields);
 //   fem::mesh::PvdWriter series("out/heat.pvd");
 //   series.write(t, mesh, fields);                      // out/heat_000000.vtu, heat.pvd rewritten
+//
+// A parallel run writes one piece per rank and a .pvtu naming them (what ParaView opens), and
+// lists the .pvtu files in the .pvd:
+//
+//   const auto pvtu = series.next_path(".pvtu");         // out/heat_000001.pvtu
+//   write_vtu(pvtu_piece_path(pvtu, rank), local_mesh, fields);   // out/heat_000001_p<rank>.vtu
+//   // rank 0, with every rank's piece path:
+//   fem::mesh::write_pvtu(pvtu, pieces, fields, {});
+//   series.add(t, pvtu);
+//   const auto all = fem::mesh::read_pvtu(pvtu);         // every piece, concatenated
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fem/mesh.hpp"
@@ -85,8 +96,38 @@ struct VtuData {
 /// file and byte offset on anything else or on malformed content.
 VtuData read_vtu(const std::filesystem::path& file);
 
-/// One step of a time series: its time and its .vtu file as written in the .pvd (relative to
-/// the .pvd's folder).
+/// Write a ParaView parallel unstructured grid (.pvtu) naming the pieces, each a .vtu written by
+/// write_vtu with the same fields and options (a distributed run: one piece per rank, this file
+/// from one rank). It declares what write_vtu writes in each piece, as ParaView requires: the
+/// point arrays of `point_data_layout` and the cell arrays of `cell_data_layout` (Float64, their
+/// names and components; their values are ignored and may be empty), the Int32 cell array "tag"
+/// first when options.cell_tags, Float64 points, and the same header_type and compressor. Each
+/// piece is a path as given to write_vtu (absolute, or relative to the current folder) and is
+/// written relative to the .pvtu's folder; the pieces need not exist yet. Throws InvalidArgument
+/// for no pieces, an empty piece path, a nameless field, components < 1 or a duplicate name
+/// (as write_vtu would), fem::Error naming the file when it cannot be written. All or nothing
+/// (fem::AtomicFile).
+void write_pvtu(const std::filesystem::path& pvtu, std::span<const std::string> pieces,
+                std::span<const Field> point_data_layout, std::span<const Field> cell_data_layout,
+                const VtuOptions& options = {});
+
+/// Where the piece `piece` (the rank) of `pvtu` goes by convention: <pvtu folder>/<pvtu
+/// stem>_p<piece>.vtu, e.g. out/heat_000001_p3.vtu for out/heat_000001.pvtu.
+std::filesystem::path pvtu_piece_path(const std::filesystem::path& pvtu, int piece);
+
+/// Read a .pvtu and every piece it names (relative to its folder, or absolute) with read_vtu,
+/// concatenated in piece order: points, cells (connectivity shifted by the points before
+/// them), and the point and cell arrays the .pvtu declares, in its order (arrays a piece has
+/// beyond those are dropped, as ParaView does). Nodes on the interface of two pieces appear
+/// once in each piece, so num_points() counts them more than once; to_mesh() then gives a mesh
+/// whose pieces are not connected. `source` is the .pvtu. Throws fem::ParseError naming the
+/// .pvtu for malformed content, a piece that cannot be read (the piece named), or a piece
+/// lacking a declared array or with other components (the piece and the array named);
+/// read_vtu's ParseError naming the piece for malformed piece content.
+VtuData read_pvtu(const std::filesystem::path& pvtu);
+
+/// One step of a time series: its time and its .vtu (or .pvtu) file as written in the .pvd
+/// (relative to the .pvd's folder).
 struct PvdStep {
   double time = 0;
   std::string file;
@@ -106,8 +147,16 @@ class PvdWriter {
   /// Writes <pvd stem>_<step, 6 digits>.vtu next to the .pvd and adds it at `time`; returns its path.
   std::filesystem::path write(double time, const Mesh& mesh, std::span<const Field> point_data = {},
                               std::span<const Field> cell_data = {});
-  /// Adds a file written by other means (absolute, or relative to the .pvd's folder).
-  void add(double time, const std::filesystem::path& vtu);
+  /// Adds a frame written by other means, e.g. a .pvtu at next_path(".pvtu"), then rewrites the
+  /// .pvd. `file` is a path as given to the writer (absolute, or relative to the current
+  /// folder); the .pvd lists it relative to its own folder. Write the file first: the .pvd
+  /// should name only complete frames.
+  void add(double time, const std::filesystem::path& file);
+
+  /// The path write() would give the next frame, with this extension (".vtu", ".pvtu"):
+  /// <pvd folder>/<pvd stem>_<steps().size(), 6 digits><extension>. InvalidArgument unless the
+  /// extension starts with '.'.
+  std::filesystem::path next_path(std::string_view extension = ".vtu") const;
 
   const std::vector<PvdStep>& steps() const noexcept { return steps_; }
   const std::filesystem::path& path() const noexcept { return pvd_; }
