@@ -1,5 +1,7 @@
 // Newton's method over the store: the Jacobian is published under "<name>/J" and factorized
-// through the solve kernel's cache; lagging keeps the factorization object of an older version.
+// through the solve kernel's cache (or the problem's LinearSolver); lagging keeps the
+// factorization object of an older version. Every norm and inner product goes through Inner,
+// the problem's `dot` when it has one, so a distributed problem takes its decisions globally.
 #include "fem/newton/newton.hpp"
 
 #include <algorithm>
@@ -47,7 +49,7 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-double norm(std::span<const double> v) {
+double euclidean_norm(std::span<const double> v) {
   double s = 0;
   for (double x : v) s += x * x;
   return std::sqrt(s);
@@ -55,11 +57,27 @@ double norm(std::span<const double> v) {
 
 bool finite(double x) { return std::isfinite(x); }
 
-double dot(std::span<const double> a, std::span<const double> b) {
+double euclidean_dot(std::span<const double> a, std::span<const double> b) {
   double s = 0;
   for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
   return s;
 }
+
+// The problem's inner product and its norm: Problem::dot when it has one (on a distributed
+// problem a global reduction, so every process sees the same value), Euclidean otherwise.
+class Inner {
+ public:
+  explicit Inner(const Problem& problem) : hook_(problem.dot ? &problem.dot : nullptr) {}
+  double dot(std::span<const double> a, std::span<const double> b) const {
+    return hook_ ? (*hook_)(a, b) : euclidean_dot(a, b);
+  }
+  double norm(std::span<const double> v) const {
+    return hook_ ? std::sqrt((*hook_)(v, v)) : euclidean_norm(v);
+  }
+
+ private:
+  const decltype(Problem::dot)* hook_;
+};
 
 // Anderson acceleration (type II) of the steps δ_k = J₀⁻¹F(u_k) taken with one factorization
 // J₀ (Newton updates u ← u − δ): with D_i = δ_{i+1} − δ_i and U_i = u_{i+1} − u_i over the last
@@ -68,7 +86,8 @@ double dot(std::span<const double> a, std::span<const double> b) {
 // Cholesky factorization that skips the columns that are numerically dependent on newer ones.
 class Anderson {
  public:
-  explicit Anderson(int depth) : depth_(depth), gram_(static_cast<std::size_t>(depth) * depth) {}
+  Anderson(int depth, const Inner& inner)
+      : depth_(depth), inner_(inner), gram_(static_cast<std::size_t>(depth) * depth) {}
 
   void reset() {
     count_ = 0;
@@ -93,7 +112,7 @@ class Anderson {
       }
       for (int k = 0; k < count_; ++k) {
         const int other = (first_ + k) % depth_;
-        gram_[slot * depth_ + other] = gram_[other * depth_ + slot] = dot(d, D_[other]);
+        gram_[slot * depth_ + other] = gram_[other * depth_ + slot] = inner_.dot(d, D_[other]);
       }
     }
     last_u_.assign(u.begin(), u.end());
@@ -117,7 +136,7 @@ class Anderson {
       }
       if (!(diag > 1e-12 * G(m, m))) continue;
       L[m][m] = std::sqrt(diag);
-      rhs[m] = dot(D_[kept[m]], delta);
+      rhs[m] = inner_.dot(D_[kept[m]], delta);
       ++m;
     }
     // γ = G⁻¹ rhs over the kept columns, then δ −= Σ γ_k W_k.
@@ -141,6 +160,7 @@ class Anderson {
 
  private:
   int depth_;
+  const Inner& inner_;
   std::vector<double> gram_;
   std::vector<std::vector<double>> D_, W_;
   std::vector<double> last_u_, last_delta_;
@@ -157,6 +177,10 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
   FEM_EXPECTS(options.lagging.max_reuse >= 1, "Jacobian lag must be at least 1, not {}", options.lagging.max_reuse);
   FEM_EXPECTS(options.lagging.anderson >= 0 && options.lagging.anderson <= Anderson::kMaxDepth,
               "Anderson depth must be in [0, {}], not {}", Anderson::kMaxDepth, options.lagging.anderson);
+  const Problem::LinearSolver* linear_solver = problem.linear_solver ? &*problem.linear_solver : nullptr;
+  FEM_EXPECTS(!linear_solver || (linear_solver->refresh && linear_solver->solve),
+              "Newton problem '{}': a linear_solver needs both refresh and solve", problem.name);
+  const Inner inner(problem);
   Store& store = *problem.store;
   const std::string jacobian_key = problem.name + "/J";
   const auto start = clock::now();
@@ -206,15 +230,51 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
     residual_and_jacobian(u, F);
   else
     residual(u, F);
-  double fnorm = norm(F);
+  double fnorm = inner.norm(F);
   result.initial_residual_norm = result.residual_norm = fnorm;
   record({0, fnorm, 0, 0, false, std::chrono::duration<double>(clock::now() - start).count()});
   if (!finite(fnorm)) return finish(Reason::diverged_nan);
   const double f0 = fnorm;
   const double divergence_limit = options.divergence_tolerance * std::max(f0, options.atol);
 
-  std::shared_ptr<const solve::Factorization> factors;  // may be older than the latest J: lagging
-  Anderson anderson(options.lagging.anderson);           // over the steps of `factors`
+  // The linear solver: a factorization from the solve kernel's cache, or the problem's
+  // LinearSolver. Either may hold an older Jacobian than the latest J: lagging.
+  std::shared_ptr<const solve::Factorization> factors;
+  bool factorized = false;
+  // Factorize the Jacobian just published: an empty string, or why not.
+  auto factorize = [&]() -> std::string {
+    try {
+      if (linear_solver) {
+        const solve::Result r = linear_solver->refresh(store, jacobian_key);
+        if (r.ok()) return {};
+        return fmt::format("linear_solver.refresh of '{}' failed ({}): {}", jacobian_key,
+                           solve::to_string(r.status), r.reason);
+      }
+      // The put dropped the store's entry of the old factorization: when `factors` is its
+      // last holder, the solve kernel refactorizes into its memory instead of a new one.
+      factors = solve::factorization(store, jacobian_key, std::move(factors), options.linear);
+      return {};
+    } catch (const NumericalError& e) {
+      return linear_solver ? fmt::format("linear_solver.refresh of '{}' threw: {}", jacobian_key, e.what())
+                           : std::string(e.what());
+    }
+  };
+  // δ = J⁻¹F with the last factorization.
+  auto linear_solve = [&]() -> solve::SolveReport {
+    ++result.linear_solves;
+    if (linear_solver) {
+      try {
+        return linear_solver->solve(F, delta);
+      } catch (const NumericalError& e) {
+        return {solve::Status::backend_error, e.what()};
+      }
+    }
+    // Solves with a held factorization count with the store path's (one right-hand side each).
+    store.count("solve.solves");
+    store.count("solve.rhs");
+    return factors->solve(F, delta);
+  };
+  Anderson anderson(options.lagging.anderson, inner);  // over the steps of the last factorization
   int uses_since_refresh = 0;
   double last_ratio = 0;
   for (int k = 1;; ++k) {
@@ -228,23 +288,21 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
         store.put(jacobian_key, pending ? std::move(*pending) : problem.jacobian(u));
         pending.reset();
       });
-      try {
-        // The put dropped the store's entry of the old factorization: when `factors` is its
-        // last holder, the solve kernel refactorizes into its memory instead of a new one.
-        timed(timings.factorization,
-              [&] { factors = solve::factorization(store, jacobian_key, std::move(factors), options.linear); });
-      } catch (const NumericalError&) {
+      std::string failure = timed(timings.factorization, factorize);
+      if (!failure.empty()) {
+        result.message = std::move(failure);
         return false;
       }
+      factorized = true;
       uses_since_refresh = 0;
       anderson.reset();
       ++result.jacobian_refreshes;
       return true;
     };
     bool refreshed = false;
-    const bool stale = factors && (uses_since_refresh >= options.lagging.max_reuse ||
-                                   last_ratio > options.lagging.min_reduction);
-    if (!factors || stale) {
+    const bool stale = factorized && (uses_since_refresh >= options.lagging.max_reuse ||
+                                      last_ratio > options.lagging.min_reduction);
+    if (!factorized || stale) {
       if (!refresh()) return finish(Reason::diverged_linear_solve);
       refreshed = true;
     }
@@ -252,12 +310,15 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
     // Newton step and line search; a failure with a reused Jacobian retries with a fresh one.
     double lambda = 1, fnew = 0;
     for (;;) {
-      const bool solved = timed(timings.solve, [&] { return factors->solve(F, delta).ok(); });
-      // Solves with a held factorization count with the store path's (one right-hand side each).
-      store.count("solve.solves");
-      store.count("solve.rhs");
-      if (!solved) {
-        if (refreshed) return finish(Reason::diverged_linear_solve);
+      const solve::SolveReport report = timed(timings.solve, linear_solve);
+      if (!report.ok()) {
+        if (refreshed) {
+          result.message =
+              fmt::format("{} of '{}' failed ({}): {}",
+                          linear_solver ? "linear_solver.solve" : "the solve with the factorization",
+                          jacobian_key, solve::to_string(report.status), report.reason);
+          return finish(Reason::diverged_linear_solve);
+        }
         if (!refresh()) return finish(Reason::diverged_linear_solve);
         refreshed = true;
         continue;
@@ -274,7 +335,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
           residual_and_jacobian(trial, F_trial);
         else
           residual(trial, F_trial);
-        fnew = norm(F_trial);
+        fnew = inner.norm(F_trial);
         if (options.line_search == LineSearch::none) {
           accepted = true;
           break;
@@ -291,7 +352,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
       if (!refresh()) return finish(Reason::diverged_linear_solve);
       refreshed = true;
     }
-    const double step = lambda * norm(delta);
+    const double step = lambda * inner.norm(delta);
     ++uses_since_refresh;
     result.iterations = k;
     record({k, fnew, step, lambda, refreshed, std::chrono::duration<double>(clock::now() - t0).count()});
@@ -302,7 +363,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
     last_ratio = fnorm > 0 ? fnew / fnorm : 0;
     fnorm = result.residual_norm = fnew;
     if (fnorm > divergence_limit) return finish(Reason::diverged_residual_growth);
-    if (options.stol > 0 && step <= options.stol * norm(u)) return finish(Reason::converged_step);
+    if (options.stol > 0 && step <= options.stol * inner.norm(u)) return finish(Reason::converged_step);
   }
 }
 

@@ -491,4 +491,327 @@ TEST(Newton, StopReasons) {
   }
 }
 
+// --- the hooks of a distributed problem (Problem::dot, Problem::linear_solver) -------------
+
+double euclidean(std::span<const double> a, std::span<const double> b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// The same Newton decisions, bit for bit: reasons, iterations, refreshes, step lengths, and the
+// norms of b `scale` times those of a.
+void expect_same_run(const nt::Result& a, const nt::Result& b, const std::string& what, double scale = 1) {
+  EXPECT_EQ(a.reason, b.reason) << what;
+  EXPECT_EQ(a.iterations, b.iterations) << what;
+  EXPECT_EQ(a.jacobian_refreshes, b.jacobian_refreshes) << what;
+  EXPECT_EQ(a.linear_solves, b.linear_solves) << what;
+  ASSERT_EQ(a.history.size(), b.history.size()) << what;
+  for (std::size_t k = 0; k < a.history.size(); ++k) {
+    EXPECT_EQ(scale * a.history[k].residual_norm, b.history[k].residual_norm) << what << ", iteration " << k;
+    EXPECT_EQ(scale * a.history[k].step_norm, b.history[k].step_norm) << what << ", iteration " << k;
+    EXPECT_EQ(a.history[k].step_length, b.history[k].step_length) << what << ", iteration " << k;
+    EXPECT_EQ(a.history[k].jacobian_refreshed, b.history[k].jacobian_refreshed)
+        << what << ", iteration " << k;
+  }
+}
+
+TEST(Newton, EuclideanDotHookChangesNothingBitForBit) {
+  // Bratu: full Newton; chord steps with Anderson (the Gram products) and the step test (‖u‖);
+  // from a guess far above the solution, the line search's backtracking, with full Newton and
+  // with Anderson-accelerated lagging.
+  const Case s = setup(fem::mesh::unit_square(CellType::tri3, 16), "newton/dot");
+  struct Variant {
+    const char* name;
+    double lambda;
+    double start;  // the guess's interior value
+    nt::Lagging lagging;
+    nt::LineSearch line_search;
+    double stol;
+  };
+  for (const Variant& v :
+       {Variant{"full Newton", 6.0, 0.0, {}, nt::LineSearch::none, 0.0},
+        Variant{"chord + Anderson + stol", 6.0, 0.0, nt::Lagging::fixed(100, 4), nt::LineSearch::none, 1e-9},
+        Variant{"full Newton + line search", 3.0, 3.0, {}, nt::LineSearch::backtracking, 0.0},
+        Variant{"adaptive + line search", 3.0, 3.0, nt::Lagging::adaptive(), nt::LineSearch::backtracking,
+                0.0}}) {
+    const nt::Problem plain = nt::assembled_problem(s.assembler, bratu(v.lambda), s.bc, "newton/dot");
+    EXPECT_FALSE(plain.dot);
+    EXPECT_FALSE(plain.linear_solver);
+    nt::Options o;
+    o.lagging = v.lagging;
+    o.line_search = v.line_search;
+    o.stol = v.stol;
+    o.rtol = 1e-12;
+    o.atol = 0;
+    int calls = 0, cross = 0;  // cross: products of two different vectors (Anderson's)
+    nt::Problem hooked = plain;
+    hooked.dot = [&](std::span<const double> a, std::span<const double> b) {
+      ++calls;
+      if (a.data() != b.data()) ++cross;
+      return euclidean(a, b);
+    };
+    std::vector<double> u1(s.assembler->space().num_dofs(), v.start);
+    set_dirichlet(s.bc, u1);
+    std::vector<double> u2 = u1;
+    const auto r1 = nt::solve(plain, u1, o);
+    const auto r2 = nt::solve(hooked, u2, o);
+    ASSERT_TRUE(r1.converged) << v.name << ": " << nt::to_string(r1.reason);
+    expect_same_run(r1, r2, v.name);
+    EXPECT_EQ(u1, u2) << v.name;
+    // At least ‖F₀‖, then ‖F‖ and ‖δu‖ of every iteration.
+    EXPECT_GE(calls, 1 + 2 * r2.iterations) << v.name;
+    if (v.lagging.anderson > 0) {
+      EXPECT_GT(cross, 0) << v.name << ": Anderson's products go through the hook";
+    } else {
+      EXPECT_EQ(cross, 0) << v.name;
+    }
+    if (v.stol > 0) {
+      EXPECT_EQ(r2.reason, nt::Reason::converged_step) << v.name;
+    }
+    if (v.line_search == nt::LineSearch::backtracking) {
+      double shortest = 1;
+      for (const auto& it : r2.history)
+        shortest = it.iteration > 0 ? std::min(shortest, it.step_length) : shortest;
+      EXPECT_LT(shortest, 1.0) << v.name << ": the line search backtracked";
+    }
+  }
+}
+
+TEST(Newton, WeightedDotDoublesTheNormsAndMovesTheAtolStop) {
+  // dot = 4·(Euclidean): every norm is exactly 2× (√(4s) = 2√s in binary floating point), and
+  // every relative test (rtol, stol, Armijo, the lagging ratio, Anderson's least squares) is
+  // unchanged, so the iterates are the same bit for bit and only the absolute test moves: with
+  // atol the run stops where a Euclidean run with atol/2 stops.
+  const Case s = setup(fem::mesh::unit_square(CellType::tri3, 16), "newton/dot4");
+  const nt::Problem plain = nt::assembled_problem(s.assembler, bratu(3.0), s.bc, "newton/dot4");
+  nt::Problem weighted = plain;
+  weighted.dot = [](std::span<const double> a, std::span<const double> b) { return 4 * euclidean(a, b); };
+  auto run = [&](const nt::Problem& p, double atol, std::vector<double>& u) {
+    nt::Options o;
+    o.atol = atol;
+    o.rtol = 0;
+    u = initial(s);
+    return nt::solve(p, u, o);
+  };
+  // The Euclidean residual norms r_k of the iterates, down to round-off.
+  std::vector<double> u_ref;
+  const auto ref = run(plain, 1e-13, u_ref);
+  ASSERT_GE(ref.history.size(), 4u);
+  // atol between r₂ and r₁: the Euclidean run stops at the first k with r_k ≤ atol, the weighted
+  // one at the first k with 2 r_k ≤ atol.
+  const double atol = 1.5 * ref.history[2].residual_norm;
+  auto first_below = [&](double scale) {
+    for (const auto& it : ref.history)
+      if (scale * it.residual_norm <= atol) return it.iteration;
+    return -1;
+  };
+  const int stop_euclidean = first_below(1.0), stop_weighted = first_below(2.0);
+  ASSERT_EQ(stop_euclidean, 2);
+  ASSERT_EQ(stop_weighted, 3) << "quadratic convergence: r₃ ≤ r₂ · 3/4";
+
+  std::vector<double> u_e, u_w, u_half;
+  const auto re = run(plain, atol, u_e);
+  const auto rw = run(weighted, atol, u_w);
+  EXPECT_EQ(re.reason, nt::Reason::converged_atol);
+  EXPECT_EQ(rw.reason, nt::Reason::converged_atol);
+  EXPECT_EQ(re.iterations, stop_euclidean);
+  EXPECT_EQ(rw.iterations, stop_weighted);
+  // The weighted run is the Euclidean one with atol/2, with its norms doubled.
+  const auto rh = run(plain, atol / 2, u_half);
+  expect_same_run(rh, rw, "atol", 2.0);
+  EXPECT_EQ(u_w, u_half);
+  EXPECT_EQ(rw.initial_residual_norm, 2 * rh.initial_residual_norm);
+  EXPECT_EQ(rw.residual_norm, 2 * rh.residual_norm);
+  // A relative tolerance (with Anderson-accelerated lagging and line search) takes the same
+  // decisions under either product.
+  {
+    nt::Options o;
+    o.atol = 0;
+    o.rtol = 1e-9;
+    o.lagging = nt::Lagging::adaptive();
+    o.line_search = nt::LineSearch::backtracking;
+    std::vector<double> u1 = initial(s), u2 = initial(s);
+    const auto r1 = nt::solve(plain, u1, o), r2 = nt::solve(weighted, u2, o);
+    EXPECT_EQ(r1.reason, nt::Reason::converged_rtol);
+    expect_same_run(r1, r2, "rtol", 2.0);
+    EXPECT_EQ(u1, u2);
+  }
+  // So does the step test ‖δu‖ ≤ stol·‖u‖, both norms doubled: with stol between the ratios
+  // ‖δu_k‖/‖u_k‖ of iterations 1 and 2, both stop at 2 (had ‖u‖ been taken without the
+  // product, the weighted run would not stop at 2).
+  auto ratio = [&](int k) {
+    nt::Options o;
+    o.atol = o.rtol = 0;
+    o.max_iterations = k;
+    std::vector<double> u = initial(s);
+    const auto r = nt::solve(plain, u, o);
+    return r.history.at(k).step_norm / std::sqrt(euclidean(u, u));
+  };
+  const double stol = 1.5 * ratio(2);
+  ASSERT_GT(ratio(1), stol);
+  nt::Options o;
+  o.atol = o.rtol = 0;
+  o.stol = stol;
+  std::vector<double> u1 = initial(s), u2 = initial(s);
+  const auto r1 = nt::solve(plain, u1, o), r2 = nt::solve(weighted, u2, o);
+  EXPECT_EQ(r1.reason, nt::Reason::converged_step);
+  EXPECT_EQ(r1.iterations, 2);
+  expect_same_run(r1, r2, "stol", 2.0);
+  EXPECT_EQ(u1, u2);
+}
+
+// A LinearSolver that wraps the serial solve kernel (what a distributed one does with PETSc),
+// counting its calls.
+struct KernelSolver {
+  int refreshes = 0, solves = 0;
+  std::vector<std::string> keys;
+  std::shared_ptr<const fem::solve::Factorization> factors;
+};
+nt::Problem::LinearSolver kernel_solver(const std::shared_ptr<KernelSolver>& state) {
+  nt::Problem::LinearSolver ls;
+  ls.refresh = [state](fem::Store& store, const std::string& key) -> fem::solve::Result {
+    ++state->refreshes;
+    state->keys.push_back(key);
+    try {
+      state->factors = fem::solve::factorization(store, key);
+    } catch (const fem::NumericalError& e) {
+      return {fem::solve::Status::singular, e.what()};
+    }
+    return {};
+  };
+  ls.solve = [state](std::span<const double> F, std::span<double> delta) {
+    ++state->solves;
+    return state->factors->solve(F, delta);
+  };
+  return ls;
+}
+
+TEST(Newton, LinearSolverHookOnTheSolveKernelReproducesTheDefault) {
+  const Case s = setup(fem::mesh::unit_square(CellType::tri3, 24), "newton/ls");
+  const nt::Problem plain = nt::assembled_problem(s.assembler, bratu(5.0), s.bc, "newton/ls");
+  for (const auto& [name, lagging] :
+       {std::pair{"full Newton", nt::Lagging{}}, std::pair{"adaptive", nt::Lagging::adaptive()}}) {
+    nt::Options o;
+    o.lagging = lagging;
+    nt::Problem hooked = plain;
+    auto state = std::make_shared<KernelSolver>();
+    hooked.linear_solver = kernel_solver(state);
+    std::vector<double> u1 = initial(s), u2 = initial(s);
+    const auto r1 = nt::solve(plain, u1, o);
+    const auto r2 = nt::solve(hooked, u2, o);
+    ASSERT_TRUE(r1.converged && r2.converged) << name;
+    EXPECT_EQ(r1.iterations, r2.iterations) << name;
+    EXPECT_EQ(r1.jacobian_refreshes, r2.jacobian_refreshes) << name;
+    double diff = 0;
+    for (std::size_t i = 0; i < u1.size(); ++i) diff = std::max(diff, std::abs(u1[i] - u2[i]));
+    EXPECT_LE(diff, 1e-12) << name;
+    // Every refresh and every solve went through the hook, with the problem's Jacobian key.
+    EXPECT_EQ(state->refreshes, r2.jacobian_refreshes) << name;
+    EXPECT_EQ(state->solves, r2.linear_solves) << name;
+    EXPECT_EQ(r2.linear_solves, r2.iterations) << name << ": one solve per iteration without retries";
+    EXPECT_EQ(r1.linear_solves, r2.linear_solves) << name;
+    for (const auto& key : state->keys) EXPECT_EQ(key, "newton/ls/J");
+    if (lagging.max_reuse > 1) {
+      EXPECT_LT(state->refreshes, r2.iterations) << name << ": the lagged Jacobian is reused";
+    } else {
+      EXPECT_EQ(state->refreshes, r2.iterations) << name;
+    }
+    // The hook's phases are timed as the cache's are.
+    EXPECT_GT(r2.timings.factorization, 0.0) << name;
+    EXPECT_GT(r2.timings.solve, 0.0) << name;
+    EXPECT_LE(r2.symbolic_analyses, 1) << name;
+  }
+}
+
+TEST(Newton, LinearSolverHookFailuresStopWithTheirReason) {
+  const Case s = setup(fem::mesh::unit_square(CellType::tri3, 8), "newton/ls-fail");
+  const nt::Problem plain = nt::assembled_problem(s.assembler, bratu(2.0), s.bc, "newton/ls-fail");
+  {  // a refresh that fails: Newton stops before any step, naming it
+    nt::Problem p = plain;
+    int solves = 0;
+    p.linear_solver = nt::Problem::LinearSolver{
+        [](fem::Store&, const std::string&) {
+          return fem::solve::Result{fem::solve::Status::backend_error, "MUMPS: INFOG(1) = -9", -1, -1};
+        },
+        [&solves](std::span<const double>, std::span<double>) {
+          ++solves;
+          return fem::solve::SolveReport{};
+        }};
+    std::vector<double> u = initial(s);
+    const std::vector<double> u0 = u;
+    const auto r = nt::solve(p, u);
+    EXPECT_EQ(r.reason, nt::Reason::diverged_linear_solve);
+    EXPECT_FALSE(r.converged);
+    EXPECT_EQ(r.iterations, 0);
+    EXPECT_EQ(r.jacobian_refreshes, 0);
+    EXPECT_EQ(solves, 0);
+    EXPECT_NE(r.message.find("MUMPS: INFOG(1) = -9"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("newton/ls-fail/J"), std::string::npos) << r.message;
+    EXPECT_NE(r.message.find("refresh"), std::string::npos) << r.message;
+    EXPECT_EQ(u, u0);
+  }
+  {  // a solve that fails with a fresh Jacobian stops Newton too
+    nt::Problem p = plain;
+    auto state = std::make_shared<KernelSolver>();
+    p.linear_solver = kernel_solver(state);
+    p.linear_solver->solve = [](std::span<const double>, std::span<double>) {
+      return fem::solve::SolveReport{fem::solve::Status::inaccurate, "KSP diverged"};
+    };
+    std::vector<double> u = initial(s);
+    const auto r = nt::solve(p, u);
+    EXPECT_EQ(r.reason, nt::Reason::diverged_linear_solve);
+    EXPECT_EQ(state->refreshes, 1);
+    EXPECT_EQ(r.linear_solves, 1);
+    EXPECT_NE(r.message.find("KSP diverged"), std::string::npos) << r.message;
+  }
+  {  // a solve that fails with a reused Jacobian: refreshed and solved again, as with the cache
+    nt::Problem p = plain;
+    auto state = std::make_shared<KernelSolver>();
+    p.linear_solver = kernel_solver(state);
+    bool failed_once = false;
+    const auto solve = p.linear_solver->solve;
+    p.linear_solver->solve = [&, solve](std::span<const double> F, std::span<double> delta) {
+      if (state->refreshes == 1 && state->solves == 1 && !failed_once) {
+        failed_once = true;
+        return fem::solve::SolveReport{fem::solve::Status::inaccurate, "stale preconditioner"};
+      }
+      return solve(F, delta);
+    };
+    nt::Options o;
+    o.lagging = nt::Lagging::fixed(3);
+    std::vector<double> u = initial(s);
+    const auto r = nt::solve(p, u, o);
+    EXPECT_TRUE(r.converged) << nt::to_string(r.reason) << ": " << r.message;
+    EXPECT_TRUE(failed_once);
+    EXPECT_TRUE(r.message.empty()) << r.message;
+    EXPECT_EQ(state->refreshes, r.jacobian_refreshes);
+    EXPECT_EQ(r.linear_solves, r.iterations + 1);  // the failed one, counted
+    ASSERT_GE(r.history.size(), 3u);
+    EXPECT_TRUE(r.history[2].jacobian_refreshed) << "iteration 2 refreshed after the failed solve";
+  }
+  {  // the serial wrapper on a singular Jacobian: the solve kernel's reason comes through
+    nt::Problem p = circle_problem("newton/ls-singular");
+    auto state = std::make_shared<KernelSolver>();
+    p.linear_solver = kernel_solver(state);
+    std::vector<double> x{0.0, 0.0};
+    const auto r = nt::solve(p, x);
+    EXPECT_EQ(r.reason, nt::Reason::diverged_linear_solve);
+    EXPECT_NE(r.message.find("newton/ls-singular/J"), std::string::npos) << r.message;
+    EXPECT_TRUE(all_finite(x));
+  }
+  {  // the default path reports its reason the same way
+    std::vector<double> x{0.0, 0.0};
+    const auto r = nt::solve(circle_problem("newton/singular-message"), x);
+    EXPECT_EQ(r.reason, nt::Reason::diverged_linear_solve);
+    EXPECT_NE(r.message.find("newton/singular-message/J"), std::string::npos) << r.message;
+  }
+  {  // half a LinearSolver is an error, not a reason
+    nt::Problem p = plain;
+    p.linear_solver = nt::Problem::LinearSolver{};
+    std::vector<double> u = initial(s);
+    EXPECT_THROW(nt::solve(p, u), fem::InvalidArgument);
+  }
+}
+
 }  // namespace
