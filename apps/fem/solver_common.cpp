@@ -169,7 +169,13 @@ int resolve_tag(const Mesh& mesh, int dim, const std::string& option, const std:
 
 std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, const std::string& tag) {
   if (tag != "all") return {facet_tag(mesh, option, tag)};
-  const std::set<int> all(mesh.facet_tags().begin(), mesh.facet_tags().end());
+  std::set<int> all(mesh.facet_tags().begin(), mesh.facet_tags().end());
+  // The part of the whole boundary a distributed part lists is no tag of the user's.
+  // A part may have none of them (the whole mesh was checked on rank 0).
+  if (const auto boundary = mesh.tag_of(boundary_facets_name, mesh.tdim() - 1)) {
+    all.erase(*boundary);
+    return {all.begin(), all.end()};
+  }
   if (all.empty())
     throw Error(fmt::format("{} all: mesh '{}' has no tagged boundary facets", option, mesh.source()));
   return {all.begin(), all.end()};

@@ -18,8 +18,10 @@ namespace fem::assembly {
 
 namespace {
 
-// A tag that no facet carries: an error naming it and the tags present.
+// A tag that no facet carries: an error naming it and the tags present. A part of a distributed
+// mesh may lack a tag the whole mesh has (its tags were checked on the whole mesh).
 void check_tags(const Mesh& mesh, const FacetSet& set) {
+  if (mesh.tag_of(boundary_facets_name, mesh.tdim() - 1)) return;
   std::set<int> present(mesh.facet_tags().begin(), mesh.facet_tags().end());
   for (int tag : set.tags) {
     if (present.count(tag)) continue;
@@ -81,6 +83,10 @@ SelectedFacets select(const Mesh& mesh, const FacetSet& set, bool with_nodes) {
   s.vertices_per_facet = mesh.facet_info().num_vertices;
   s.nodes_per_facet = mesh.nodes_per_facet();
   const int nvf = s.vertices_per_facet, npf = s.nodes_per_facet;
+  // A part of a distributed mesh names its share of the whole boundary (fem::boundary_facets_name).
+  if (set.whole_boundary)
+    if (const auto tag = mesh.tag_of(boundary_facets_name, mesh.tdim() - 1))
+      return select(mesh, FacetSet::tagged({*tag}), with_nodes);
   if (set.whole_boundary) {
     auto bf = gpu::find_boundary_facets(gpu::Executor::host(), mesh);
     s.vertices = std::move(bf.vertices);

@@ -46,6 +46,12 @@ struct PhysicalName {
   std::string name;
 };
 
+/// A mesh that is one part of a larger one (a rank's part of a distributed mesh, fem::dist)
+/// lists its share of the whole mesh's boundary as the facets of this physical name (dimension
+/// tdim - 1). "The whole boundary" (assembly::FacetSet::all()) then means those facets, not the
+/// part's own boundary, which includes the interfaces between parts.
+inline constexpr std::string_view boundary_facets_name = "fem:boundary";
+
 class Mesh {
  public:
   /// Everything a mesh holds; build one and hand it to the Mesh constructor, which checks it.
