@@ -11,6 +11,8 @@ void add_store_demo(CLI::App& app);
 void add_info(CLI::App& app);
 /// Registers `fem convert` (convert.cpp).
 void add_convert(CLI::App& app);
+/// Registers `fem partition` (partition.cpp).
+void add_partition(CLI::App& app);
 /// Registers `fem poisson` (poisson.cpp).
 void add_poisson(CLI::App& app);
 /// Registers `fem heat` (heat.cpp).

@@ -3,6 +3,7 @@
 //   fem store-demo
 //   fem info gen:square-tri3:8 --json -
 //   fem convert gen:cube-tet4:4 cube.vtu
+//   fem partition gen:cube-tet4:32 --parts 2 --parts 8 --json partition.json
 //   fem poisson gen:square-tri3:32 --source -6 --dirichlet all=1+x*x+2*y*y --exact 1+x*x+2*y*y
 //   fem elasticity gen:square-tri3:32 --fixed left --traction right=1,0 --output plate.vtu
 #include <fmt/format.h>
@@ -23,6 +24,7 @@ int main(int argc, char** argv) {
   fem::app::add_store_demo(app);
   fem::app::add_info(app);
   fem::app::add_convert(app);
+  fem::app::add_partition(app);
 #if FEM_APP_HAS_SOLVERS
   fem::app::add_poisson(app);
   fem::app::add_heat(app);

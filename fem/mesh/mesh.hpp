@@ -7,4 +7,5 @@
 #include "fem/mesh/generate.hpp"
 #include "fem/mesh/vtu.hpp"
 #include "fem/mesh/read.hpp"
+#include "fem/mesh/partition.hpp"
 #include "fem/mesh/write_gmsh.hpp"
