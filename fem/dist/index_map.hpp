@@ -1,0 +1,121 @@
+// The global numbering of a function space's DOFs across processes, and the moves between a
+// rank's local vectors and PETSc's distributed ones.
+//
+// A rank's local vectors are indexed like its local space (FunctionSpace::num_dofs() entries:
+// owned and ghost DOFs, in the local DOF map's order), in one of two forms:
+//  - partial: what the rank's own cells contribute (assembled vectors, residuals before
+//    accumulate()); the true value at a shared DOF is the sum over ranks;
+//  - consistent: every entry holds the true global value (solutions, iterates).
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fem/assembly/boundary.hpp"
+#include "fem/assembly/space.hpp"
+#include "fem/dist/handles.hpp"
+#include "fem/store.hpp"
+
+namespace fem::dist {
+
+/// Which form a local vector is in (see the file comment).
+enum class Sums { partial, consistent };
+
+/// Global numbers of a space's nodes (a node carries `block` consecutive DOFs, one per
+/// component). Every rank owns a contiguous range of nodes; a node on several ranks is owned by
+/// one of them: mesh vertices by the mesh node's owner, edge nodes (P2, Q2) by the lowest rank
+/// whose cells hold the edge, cell nodes (Q2) by the cell's rank.
+class IndexMap {
+ public:
+  IndexMap(const assembly::FunctionSpace& V, MPI_Comm comm);
+  ~IndexMap();
+  IndexMap(const IndexMap&) = delete;
+  IndexMap& operator=(const IndexMap&) = delete;
+
+  MPI_Comm comm() const noexcept { return comm_; }
+  int block() const noexcept { return block_; }
+  index_t local_nodes() const noexcept { return static_cast<index_t>(global_.size()); }
+  index_t owned_nodes() const noexcept { return owned_; }
+  index_t first_owned_node() const noexcept { return first_; }
+  index_t global_nodes() const noexcept { return global_nodes_; }
+  index_t local_dofs() const noexcept { return local_nodes() * block_; }
+  index_t owned_dofs() const noexcept { return owned_ * block_; }
+  index_t global_dofs() const noexcept { return global_nodes_ * block_; }
+  /// Global node number of each local node.
+  std::span<const index_t> global_nodes_of_local() const noexcept { return global_; }
+  index_t global_dof(index_t local_dof) const noexcept {
+    return global_[local_dof / block_] * block_ + local_dof % block_;
+  }
+  bool owns_node(index_t local_node) const noexcept { return position_[local_node] < owned_; }
+  bool owns_dof(index_t local_dof) const noexcept { return owns_node(local_dof / block_); }
+  /// Coordinates of the owned nodes in global order (gdim() each): rigid-body modes for AMG.
+  std::span<const double> owned_coordinates() const noexcept { return owned_coordinates_; }
+  int gdim() const noexcept { return gdim_; }
+
+  // --- collective moves of local vectors (local_dofs() entries) -------------------------
+
+  /// partial → consistent: the contributions of every rank summed into the owner, then copied
+  /// to every rank that has the DOF.
+  void accumulate(std::span<double> local) const;
+  /// A new PETSc vector of this layout (owned_dofs() entries here, global_dofs() in all);
+  /// the caller destroys it (VecDestroy).
+  Vec create_vector() const;
+  /// The global vector of a local one: partial sums are added up, consistent values copied.
+  void to_petsc(std::span<const double> local, Sums form, Vec global) const;
+  /// The local values (owned and ghosts) of a global vector: consistent.
+  void from_petsc(Vec global, std::span<double> local) const;
+  /// Σ over the owned entries of consistent vectors, summed over ranks.
+  double dot(std::span<const double> a, std::span<const double> b) const;
+  /// The whole vector on `root` in global DOF order (empty elsewhere), from consistent values.
+  std::vector<double> gather(std::span<const double> local, int root = 0) const;
+
+  /// Dirichlet conditions made the same on every rank that has the DOF: a rank that has a
+  /// constrained DOF without the facet that constrains it (an interface node of a neighbour's
+  /// boundary facet) learns it here.
+  assembly::DirichletValues synchronize(const assembly::DirichletValues& local) const;
+
+  std::size_t bytes() const noexcept;
+
+ private:
+  void check(std::span<const double> local) const;
+  MPI_Comm comm_;
+  int block_ = 1;
+  index_t owned_ = 0, first_ = 0, global_nodes_ = 0;
+  std::vector<index_t> global_;    // per local node
+  std::vector<index_t> position_;  // per local node: slot in the ghosted vector's local form
+  std::vector<index_t> ghosts_;    // global numbers of the ghost nodes, in slot order
+  std::vector<double> owned_coordinates_;
+  int gdim_ = 0;
+  Vec ghosted_ = nullptr;     // scratch for the moves (VecCreateGhostBlock)
+  mutable std::mutex mutex_;  // the scratch is shared; the moves are main-thread anyway
+};
+
+/// Collective: the IndexMap of V (on a mesh published by distribute()), cached in V's store as
+/// `<mesh key>#indexmap/<space>` (not evictable: every rank must find it, or all rebuild it).
+std::shared_ptr<const IndexMap> index_map(const assembly::FunctionSpace& V);
+
+/// Collective: the cached value of `key` when every rank holds it derived from `inputs`;
+/// otherwise every rank drops its own and computes (so no rank computes alone a value whose
+/// computation is collective). Not evictable.
+template <class T, class Compute>
+std::shared_ptr<const T> collective_get_or_compute(MPI_Comm comm, Store& store, const std::string& key,
+                                                   std::vector<Input> inputs, Compute&& compute);
+
+}  // namespace fem::dist
+
+FEM_TYPE_NAME(fem::dist::IndexMap, "fem::dist::IndexMap");
+
+namespace fem::dist {
+bool all(MPI_Comm comm, bool local);
+template <class T, class Compute>
+std::shared_ptr<const T> collective_get_or_compute(MPI_Comm comm, Store& store, const std::string& key,
+                                                   std::vector<Input> inputs, Compute&& compute) {
+  if (!all(comm, store.holds(key, inputs))) store.erase(key);
+  return store.get_or_compute<T>(key, std::move(inputs), std::forward<Compute>(compute), /*evictable=*/false);
+}
+}  // namespace fem::dist

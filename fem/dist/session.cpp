@@ -1,0 +1,200 @@
+// MPI and PETSc life cycle, cross-process agreement on errors, and collective clean-up.
+#include "fem/dist/session.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <set>
+
+#include "fem/dist/detail/petsc.hpp"
+
+namespace fem::dist {
+namespace {
+
+std::atomic<int> live_sessions{0};
+
+// Store entries to erase before PetscFinalize (their values hold PETSc objects).
+std::mutex collective_mutex;
+std::set<std::pair<Store*, std::string>>& collective_entries() {
+  static auto* entries = new std::set<std::pair<Store*, std::string>>();  // never destroyed
+  return *entries;
+}
+
+}  // namespace
+
+namespace detail {
+
+void throw_petsc(PetscErrorCode code, const char* call, const char* file, int line) {
+  const char* text = nullptr;
+  PetscErrorMessage(code, &text, nullptr);
+  throw Error(fmt::format("PETSc: {} failed with error {} ({}) at {}:{}", call, static_cast<int>(code),
+                          text ? text : "unknown", file, line));
+}
+
+void delayed_destroy(PetscObject* object) noexcept {
+  if (!object || !*object) return;
+  PetscBool initialized = PETSC_FALSE, finalized = PETSC_FALSE;
+  PetscInitialized(&initialized);
+  PetscFinalized(&finalized);
+  if (!initialized || finalized) return;  // outlived the Session: nothing can be freed any more
+  PetscObjectDelayedDestroy(object);
+}
+
+void collect_garbage(MPI_Comm comm) { FEM_PETSC(PetscGarbageCleanup(comm)); }
+
+std::vector<std::vector<char>> exchange_bytes(MPI_Comm comm, const std::vector<std::vector<char>>& send,
+                                              std::size_t item_size) {
+  const int n = size(comm);
+  FEM_EXPECTS(static_cast<int>(send.size()) == n, "exchange: {} send lists for {} processes", send.size(), n);
+  std::vector<int> send_counts(n), recv_counts(n), send_offsets(n + 1, 0), recv_offsets(n + 1, 0);
+  for (int p = 0; p < n; ++p) send_counts[p] = static_cast<int>(send[p].size() / item_size);
+  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
+  MPI_Datatype item;
+  MPI_Type_contiguous(static_cast<int>(item_size), MPI_BYTE, &item);
+  MPI_Type_commit(&item);
+  for (int p = 0; p < n; ++p) {
+    send_offsets[p + 1] = send_offsets[p] + send_counts[p];
+    recv_offsets[p + 1] = recv_offsets[p] + recv_counts[p];
+  }
+  std::vector<char> out_buffer(static_cast<std::size_t>(send_offsets[n]) * item_size);
+  for (int p = 0; p < n; ++p)
+    std::copy(send[p].begin(), send[p].end(),
+              out_buffer.begin() + static_cast<std::ptrdiff_t>(send_offsets[p] * item_size));
+  std::vector<char> in_buffer(static_cast<std::size_t>(recv_offsets[n]) * item_size);
+  MPI_Alltoallv(out_buffer.data(), send_counts.data(), send_offsets.data(), item, in_buffer.data(),
+                recv_counts.data(), recv_offsets.data(), item, comm);
+  MPI_Type_free(&item);
+  std::vector<std::vector<char>> received(n);
+  for (int p = 0; p < n; ++p)
+    received[p].assign(in_buffer.begin() + static_cast<std::ptrdiff_t>(recv_offsets[p] * item_size),
+                       in_buffer.begin() + static_cast<std::ptrdiff_t>(recv_offsets[p + 1] * item_size));
+  return received;
+}
+
+}  // namespace detail
+
+Session::Session(int& argc, char**& argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+    finalize_mpi_ = true;
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  if (live_sessions.fetch_add(1) == 0) {
+    PetscBool petsc = PETSC_FALSE;
+    PetscInitialized(&petsc);
+    if (!petsc) FEM_PETSC(PetscInitialize(&argc, &argv, nullptr, nullptr));
+    // Errors come back as codes and become fem::Error; PETSc prints nothing itself.
+    PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
+    // Event counts (MatLUFactorNum, PCSetUp, ...) back the reuse counters.
+    PetscLogDefaultBegin();
+  }
+}
+
+Session::~Session() {
+  if (live_sessions.fetch_sub(1) != 1) return;
+  {
+    std::lock_guard lock(collective_mutex);
+    for (const auto& [store, key] : collective_entries()) store->erase(key);
+    collective_entries().clear();
+  }
+  PetscGarbageCleanup(PETSC_COMM_WORLD);
+  PetscPopErrorHandler();
+  PetscFinalize();
+  if (finalize_mpi_) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+}
+
+bool Session::active() noexcept { return live_sessions.load() > 0; }
+
+int rank(MPI_Comm comm) {
+  int r = 0;
+  MPI_Comm_rank(comm, &r);
+  return r;
+}
+
+int size(MPI_Comm comm) {
+  int s = 1;
+  MPI_Comm_size(comm, &s);
+  return s;
+}
+
+void agree(MPI_Comm comm, std::exception_ptr failure) {
+  const int me = rank(comm), n = size(comm);
+  int mine = failure ? me : n, lowest = n;
+  MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
+  if (lowest == n) return;
+  std::string message;
+  if (me == lowest) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& e) {
+      message = e.what();
+    } catch (...) {
+      message = "unknown error";
+    }
+  }
+  int length = static_cast<int>(message.size());
+  MPI_Bcast(&length, 1, MPI_INT, lowest, comm);
+  message.resize(static_cast<std::size_t>(length));
+  MPI_Bcast(message.data(), length, MPI_CHAR, lowest, comm);
+  if (failure) std::rethrow_exception(failure);
+  throw RemoteError(lowest, message);
+}
+
+bool all(MPI_Comm comm, bool local) {
+  int in = local ? 1 : 0, out = 0;
+  MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LAND, comm);
+  return out != 0;
+}
+
+double sum(MPI_Comm comm, double local) {
+  double out = 0;
+  MPI_Allreduce(&local, &out, 1, MPI_DOUBLE, MPI_SUM, comm);
+  return out;
+}
+
+std::int64_t sum(MPI_Comm comm, std::int64_t local) {
+  std::int64_t out = 0;
+  MPI_Allreduce(&local, &out, 1, MPI_INT64_T, MPI_SUM, comm);
+  return out;
+}
+
+double max(MPI_Comm comm, double local) {
+  double out = 0;
+  MPI_Allreduce(&local, &out, 1, MPI_DOUBLE, MPI_MAX, comm);
+  return out;
+}
+
+std::int64_t max(MPI_Comm comm, std::int64_t local) {
+  std::int64_t out = 0;
+  MPI_Allreduce(&local, &out, 1, MPI_INT64_T, MPI_MAX, comm);
+  return out;
+}
+
+std::int64_t petsc_event_count(const char* name) {
+  PetscLogEvent event = 0;
+  if (PetscLogEventGetId(name, &event) != 0 || event < 0) return 0;
+  PetscEventPerfInfo info{};
+  if (PetscLogEventGetPerfInfo(0, event, &info) != 0) return 0;
+  return info.count;  // stage 0: the main stage, where everything of fem::dist runs
+}
+
+void register_collective(Store& store, const std::string& key) {
+  // Only the process-wide store outlives the Session for sure; another store's entries are
+  // released by its destructor (each value's release is delayed, hence safe) or, when it
+  // outlives the Session, leaked deliberately.
+  if (&store != &fem::store()) return;
+  std::lock_guard lock(collective_mutex);
+  collective_entries().insert({&store, key});
+}
+
+}  // namespace fem::dist

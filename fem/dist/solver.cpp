@@ -1,0 +1,232 @@
+#include "fem/dist/solver.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "fem/dist/detail/petsc.hpp"
+#include "fem/dist/session.hpp"
+
+namespace fem::dist {
+
+std::string_view to_string(Method m) noexcept {
+  switch (m) {
+    case Method::mumps:
+      return "mumps";
+    case Method::gamg:
+      return "gamg";
+    case Method::hypre:
+      return "hypre";
+  }
+  return "?";
+}
+
+std::optional<Method> method_from_name(std::string_view name) noexcept {
+  for (Method m : {Method::mumps, Method::gamg, Method::hypre})
+    if (to_string(m) == name) return m;
+  return std::nullopt;
+}
+
+std::string solver_key(const std::string& key, const SolverOptions& o) {
+  if (o.method == Method::mumps)
+    return fmt::format("{}#factor/mumps{}{}", key, o.spd ? "/cholesky" : "", o.lag ? "/lagged" : "");
+  return fmt::format("{}#ksp/{}{}", key, to_string(o.method), o.lag ? "/lagged" : "");
+}
+
+namespace {
+
+// Rigid-body modes of the owned nodes as GAMG's near null space (elasticity: block = dim).
+void set_rigid_body_modes(Mat A, const IndexMap& map) {
+  if (map.block() == 1 || map.block() != map.gdim()) return;
+  Vec coords;
+  FEM_PETSC(VecCreateMPI(map.comm(), map.owned_dofs(), map.global_dofs(), &coords));
+  FEM_PETSC(VecSetBlockSize(coords, map.block()));
+  PetscScalar* x;
+  FEM_PETSC(VecGetArray(coords, &x));
+  std::copy(map.owned_coordinates().begin(), map.owned_coordinates().end(), x);
+  FEM_PETSC(VecRestoreArray(coords, &x));
+  MatNullSpace modes;
+  FEM_PETSC(MatNullSpaceCreateRigidBody(coords, &modes));
+  FEM_PETSC(MatSetNearNullSpace(A, modes));
+  FEM_PETSC(MatNullSpaceDestroy(&modes));
+  FEM_PETSC(VecDestroy(&coords));
+}
+
+}  // namespace
+
+Solver::Solver(std::shared_ptr<const PetscMatrix> A, const SolverOptions& options, std::string key)
+    : A_(std::move(A)), options_(options), key_(std::move(key)) {
+  const MPI_Comm comm = A_->map().comm();
+  Mat mat = A_->mat();
+  FEM_PETSC(KSPCreate(comm, &ksp_));
+  FEM_PETSC(KSPSetOperators(ksp_, mat, mat));
+  PC pc;
+  FEM_PETSC(KSPGetPC(ksp_, &pc));
+  const bool krylov = options_.method != Method::mumps || options_.lag;
+  FEM_PETSC(KSPSetType(ksp_, !krylov ? KSPPREONLY : options_.spd ? KSPCG : KSPGMRES));
+  switch (options_.method) {
+    case Method::mumps:
+      if (options_.spd) FEM_PETSC(MatSetOption(mat, MAT_SPD, PETSC_TRUE));
+      FEM_PETSC(PCSetType(pc, options_.spd ? PCCHOLESKY : PCLU));
+      FEM_PETSC(PCFactorSetMatSolverType(pc, MATSOLVERMUMPS));
+      break;
+    case Method::gamg:
+      set_rigid_body_modes(mat, A_->map());
+      FEM_PETSC(PCSetType(pc, PCGAMG));
+      break;
+    case Method::hypre:
+      FEM_PETSC(PCSetType(pc, PCHYPRE));
+      FEM_PETSC(PCHYPRESetType(pc, "boomeramg"));
+      break;
+  }
+  if (krylov) {
+    FEM_PETSC(KSPSetTolerances(ksp_, options_.rtol, options_.atol, PETSC_DEFAULT, options_.max_iterations));
+    // rtol bounds the true residual ‖b − Ax‖/‖b‖ (what the check after the solve measures):
+    // CG monitors the unpreconditioned norm, GMRES preconditions on the right.
+    FEM_PETSC(KSPSetNormType(ksp_, KSP_NORM_UNPRECONDITIONED));
+    if (!options_.spd) FEM_PETSC(KSPSetPCSide(ksp_, PC_RIGHT));
+  }
+  if (!options_.prefix.empty()) FEM_PETSC(KSPSetOptionsPrefix(ksp_, options_.prefix.c_str()));
+  FEM_PETSC(KSPSetFromOptions(ksp_));
+  FEM_PETSC(KSPSetUp(ksp_));  // symbolic + numeric factorization, or the AMG hierarchy, now
+}
+
+Solver::~Solver() { detail::delayed_destroy(reinterpret_cast<PetscObject*>(&ksp_)); }
+
+std::size_t Solver::bytes() const noexcept {
+  std::size_t b = sizeof(*this);
+  if (options_.method == Method::mumps) {
+    PC pc;
+    Mat F = nullptr;
+    KSPGetPC(ksp_, &pc);
+    PCFactorGetMatrix(pc, &F);
+    PetscInt mb = 0;
+    if (F && MatMumpsGetInfo(F, 16, &mb) == 0) b += static_cast<std::size_t>(mb) << 20;  // MB on this process
+  }
+  return b;
+}
+
+void Solver::update(std::shared_ptr<const PetscMatrix> A, Store& store) {
+  A_ = std::move(A);
+  const bool lagged = options_.lag && !refresh_next_;
+  FEM_PETSC(KSPSetReusePreconditioner(ksp_, lagged ? PETSC_TRUE : PETSC_FALSE));
+  FEM_PETSC(KSPSetOperators(ksp_, A_->mat(), A_->mat()));
+  FEM_PETSC(KSPSetUp(ksp_));
+  reused_ = lagged;
+  if (!lagged) {
+    baseline_ = -1;
+    refresh_next_ = false;
+    store.count("dist.preconditioner_setups");
+  } else {
+    store.count("dist.preconditioner_reuses");
+  }
+}
+
+DistSolveReport Solver::solve(std::span<const double> b, Sums form, std::span<double> x) const {
+  return run(b, form, x, false);
+}
+
+DistSolveReport Solver::solve_transpose(std::span<const double> b, Sums form, std::span<double> x) const {
+  FEM_EXPECTS(options_.method == Method::mumps || options_.spd,
+              "'{}': transpose solves need MUMPS or a symmetric matrix (CG), not {} with GMRES", key_,
+              to_string(options_.method));
+  return run(b, form, x, true);
+}
+
+DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<double> x, bool transpose) const {
+  const IndexMap& map = A_->map();
+  Vec gb = map.create_vector(), gx = map.create_vector(), r = map.create_vector();
+  DistSolveReport report;
+  report.preconditioner_reused = reused_;
+  try {
+    map.to_petsc(b, form, gb);
+    FEM_PETSC(VecSet(gx, 0.0));
+    if (transpose)
+      FEM_PETSC(KSPSolveTranspose(ksp_, gb, gx));
+    else
+      FEM_PETSC(KSPSolve(ksp_, gb, gx));
+    KSPConvergedReason reason;
+    FEM_PETSC(KSPGetConvergedReason(ksp_, &reason));
+    PetscInt its = 0;
+    FEM_PETSC(KSPGetIterationNumber(ksp_, &its));
+    report.iterations = static_cast<int>(its);
+    if (reason < 0) {
+      PC pc;
+      PCFailedReason pc_reason = PC_NOERROR;
+      KSPGetPC(ksp_, &pc);
+      PCGetFailedReason(pc, &pc_reason);
+      throw NumericalError(fmt::format(
+          "'{}': the distributed {} solve failed: {}{}", key_, to_string(options_.method),
+          KSPConvergedReasons[reason],
+          pc_reason != PC_NOERROR ? fmt::format(" ({})", PCFailedReasons[pc_reason]) : std::string()));
+    }
+    // The true residual, whatever the method reported.
+    if (transpose)
+      FEM_PETSC(MatMultTranspose(A_->mat(), gx, r));
+    else
+      FEM_PETSC(MatMult(A_->mat(), gx, r));
+    FEM_PETSC(VecAYPX(r, -1.0, gb));
+    PetscReal rnorm = 0, bnorm = 0;
+    FEM_PETSC(VecNorm(r, NORM_2, &rnorm));
+    FEM_PETSC(VecNorm(gb, NORM_2, &bnorm));
+    report.relative_residual = bnorm > 0 ? rnorm / bnorm : rnorm;
+    // A Krylov method stops at rtol: asking for less than the check is the user's choice.
+    const bool krylov = options_.method != Method::mumps || options_.lag;
+    const double limit = krylov ? std::max(options_.max_relative_residual, 1.5 * options_.rtol)
+                                : options_.max_relative_residual;
+    if (!(report.relative_residual <= limit))
+      throw NumericalError(
+          fmt::format("'{}': the distributed {} solve is inaccurate: relative residual {:.3g} > {:.3g}"
+                      " (a singular matrix? a Dirichlet condition missing?)",
+                      key_, to_string(options_.method), report.relative_residual, limit));
+    map.from_petsc(gx, x);
+  } catch (...) {
+    VecDestroy(&gb), VecDestroy(&gx), VecDestroy(&r);
+    throw;
+  }
+  VecDestroy(&gb), VecDestroy(&gx), VecDestroy(&r);
+  // The lag's bookkeeping: every rank sees the same global iteration count.
+  if (options_.lag) {
+    if (baseline_ < 0)
+      baseline_ = report.iterations;
+    else if (report.iterations > options_.lag_growth * std::max(baseline_, 1))
+      refresh_next_ = true;
+  }
+  return report;
+}
+
+std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
+                                     std::shared_ptr<const IndexMap> map, const SolverOptions& options,
+                                     std::shared_ptr<const Solver> retired) {
+  const MPI_Comm comm = map->comm();
+  const auto A = store.get_versioned<CsrMatrix>(key);
+  const std::string entry = solver_key(key, options);
+  register_collective(store, entry);
+  return collective_get_or_compute<Solver>(comm, store, entry, {{key, A.version}}, [&] {
+    detail::collect_garbage(comm);
+    const bool recyclable = retired && retired.use_count() == 1 && retired->matrix().map_ptr() == map &&
+                            retired->options().method == options.method &&
+                            retired->options().spd == options.spd && retired->options().lag == options.lag;
+    if (all(comm, recyclable)) {
+      auto s = std::const_pointer_cast<Solver>(std::move(retired));
+      // The solver's hold on the old PetscMatrix is given back too, so that it is refilled.
+      std::shared_ptr<const PetscMatrix> old = std::move(s->A_);
+      const Mat old_mat = old->mat();
+      auto matrix = petsc_matrix(store, key, map, std::move(old));
+      // The same Mat, refilled: the KSP keeps its factor or hierarchy. A new Mat (the old one was
+      // still held elsewhere) gets a new KSP: swapping operators under MUMPS is not safe.
+      if (all(comm, matrix->mat() == old_mat)) {
+        s->update(std::move(matrix), store);
+        return std::shared_ptr<const Solver>(std::move(s));
+      }
+    }
+    retired.reset();
+    auto matrix = petsc_matrix(store, key, map);
+    auto s = std::make_shared<Solver>(std::move(matrix), options, entry);
+    store.count("dist.solver_setups");
+    store.count("dist.preconditioner_setups");
+    return std::shared_ptr<const Solver>(std::move(s));
+  });
+}
+
+}  // namespace fem::dist
