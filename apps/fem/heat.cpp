@@ -11,10 +11,12 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <tuple>
 
 #include "commands.hpp"
 #include "fem/error.hpp"
 #include "fem/mesh/vtu.hpp"
+#include "parallel.hpp"
 #include "solver_common.hpp"
 
 namespace fem::app {
@@ -45,69 +47,77 @@ std::filesystem::path pvd_path(const std::string& output) {
 }
 
 void run_heat(const HeatOptions& o) {
-  const CommonOptions& c = o.common;
+  const CommonOptions c = parallel::for_this_rank(o.common);
   prepare_outputs(c, "", "");
   const std::optional<std::filesystem::path> pvd =
       c.output.empty() ? std::nullopt : std::optional(pvd_path(c.output));
   if (!(o.dt > 0) || !std::isfinite(o.dt)) throw Error(fmt::format("--dt {}: must be a positive time step", o.dt));
   if (o.steps < 1) throw Error(fmt::format("--steps {}: must be at least 1", o.steps));
   apply_threads(c);
-  const solve::Options sopts = solve_options(c);
   Store& store = fem::store();
   Timings t;
   const std::string mesh_key = load_and_publish(c.mesh, t, store);
   const auto mesh = store.get<Mesh>(mesh_key);
 
   std::vector<Expression> keep;
-  const assembly::Coefficient k = coefficient(*mesh, o.coefficients);
-  std::optional<Expression> source;
-  if (!o.source.empty()) source.emplace("--source", o.source, mesh->gdim());
-  const Expression initial("--initial", o.initial, mesh->gdim());
-  std::optional<Expression> exact;
-  if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh->gdim());
-  const auto dirichlet = dirichlet_conditions(*mesh, o.dirichlet, keep);
-  const auto neumann = neumann_conditions(*mesh, o.neumann, keep);
+  std::optional<Expression> source, initial, exact;
+  const auto [k, dirichlet, neumann] = parallel::local([&] {
+    if (!o.source.empty()) source.emplace("--source", o.source, mesh->gdim());
+    initial.emplace("--initial", o.initial, mesh->gdim());
+    if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh->gdim());
+    return std::tuple(coefficient(*mesh, o.coefficients), dirichlet_conditions(*mesh, o.dirichlet, keep),
+                      neumann_conditions(*mesh, o.neumann, keep));
+  });
   const int every = o.every > 0 ? o.every : std::max(1, o.steps / 10);
 
   Stopwatch w;
   const assembly::FunctionSpace V(mesh_key, c.order, 1, store);
   const MatrixAssembler matrices(V, c);
   const auto assembler = matrices.host_ptr();
+  LinearSystem system(c, V, /*spd=*/true);
   t.connectivity = w.seconds();
 
   // M, and A = M + dt K with the Dirichlet rows; lift = what the conditions add to every b.
   w = Stopwatch();
   const auto pattern = assembler->pattern();
   const auto n = static_cast<std::size_t>(V.num_dofs());
+  // Local matrices and vectors are partial sums on the DOFs shared by ranks (distributed runs).
   std::vector<double> mass(pattern->nnz(), 0.0), values(pattern->nnz(), 0.0);
-  matrices.matrix_into(assembly::Mass{}, mass);
-  matrices.matrix_into(assembly::Diffusion{k}, values);
+  std::vector<double> fixed(n, 0.0);  // dt · (Neumann fluxes; the source too when it does not use t)
+  const bool source_uses_t = source && source->uses_time();
+  std::vector<double> u;
+  auto local_bc = parallel::local([&] {
+    matrices.matrix_into(assembly::Mass{}, mass);
+    matrices.matrix_into(assembly::Diffusion{k}, values);
+    for (const auto& nm : neumann) assembler->vector_into(nm, fixed);
+    if (source && !source_uses_t) assembler->vector_into(assembly::Source{source->function()}, fixed);
+    u = assembly::interpolate(V, initial->function());
+    return assembly::dirichlet_values(V, dirichlet);
+  });
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = mass[i] + o.dt * values[i];
+  for (double& v : fixed) v *= o.dt;
   const CsrMatrix M(pattern, std::move(mass));
-  const auto bc = assembly::dirichlet_values(V, dirichlet);
+  const auto bc = system.constraints(std::move(local_bc));
   std::vector<double> lift(n, 0.0);
   assembly::apply_dirichlet(bc, *pattern, values, lift);
-  store.put("heat/A", CsrMatrix(pattern, std::move(values)));
-  std::vector<double> fixed(n, 0.0);  // dt · (Neumann fluxes; the source too when it does not use t)
-  for (const auto& nm : neumann) assembler->vector_into(nm, fixed);
-  const bool source_uses_t = source && source->uses_time();
-  if (source && !source_uses_t) assembler->vector_into(assembly::Source{source->function()}, fixed);
-  for (double& v : fixed) v *= o.dt;
-  std::vector<double> u = assembly::interpolate(V, initial.function());
+  system.publish(store, "heat/A", *assembler, std::move(values), lift, bc, "heat", /*may_be_singular=*/false);
   t.assemble = w.seconds();
 
   w = Stopwatch();
-  const auto factor = solve::factorization(store, "heat/A", sopts);
+  system.factorize(store, "heat/A");
   t.factorize = w.seconds();
 
-  std::optional<mesh::PvdWriter> series;
+  std::optional<SolutionSeries> series;
   auto write_frame = [&](double time) {
     if (!series) return;
     Stopwatch ww;
-    require_finite(u, fmt::format("heat: the solution at t = {}", time));
-    const auto nodal = node_values(V, u);
+    std::vector<double> nodal;
+    parallel::local([&] {
+      require_finite(u, fmt::format("heat: the solution at t = {}", time));
+      nodal = node_values(V, u);
+    });
     const mesh::Field fields[] = {{"u", 1, nodal}};
-    series->write(time, *mesh, fields);
+    series->write(time, store, mesh_key, fields);
     t.write += ww.seconds();
   };
   if (pvd) series.emplace(*pvd);
@@ -125,7 +135,7 @@ void run_heat(const HeatOptions& o) {
     if (source_uses_t) {
       source->set_time(time);
       std::fill(f.begin(), f.end(), 0.0);
-      assembler->vector_into(assembly::Source{source->function()}, f);
+      parallel::local([&] { assembler->vector_into(assembly::Source{source->function()}, f); });
       for (std::size_t i = 0; i < n; ++i) b[i] += o.dt * f[i];
     }
     assembly::zero_dirichlet(bc, b);
@@ -133,7 +143,7 @@ void run_heat(const HeatOptions& o) {
     t.assemble += w.seconds();
 
     w = Stopwatch();
-    u = solve_checked(store, "heat/A", b, sopts, info);
+    u = system.solve(store, "heat/A", b, info);
     solve_seconds += w.seconds();
 
     if (step % every == 0 || step == o.steps) write_frame(time);
@@ -149,37 +159,39 @@ void run_heat(const HeatOptions& o) {
   assembly::Errors err;  // at the final time
   if (exact) {
     exact->set_time(o.steps * o.dt);
-    err = assembly::errors(*assembler, u, exact->vector_function());
+    err = system.errors(*assembler, u, exact->vector_function(), info);
   }
+  const auto range = system.range(u);
   const std::int64_t factorizations = store.counter("solve.factorizations"),
                      cache_hits = store.counter("solve.cache_hits");
   if (!c.json.empty()) {
-    nlohmann::json j = linear_run_json("heat", c, *mesh, V.num_dofs(), bc.dofs.size(), *factor, t, store);
+    nlohmann::json j = system.run_json("heat", c, store, mesh_key, t);
     j["time"] = {{"dt", o.dt}, {"steps", o.steps}, {"final", o.steps * o.dt}};
-    j["solution"] = range_json(u);
+    j["solution"] = range;
     add_solve_json(j, info);
     if (exact) j["error"] = error_json(err);
     if (series) {
       j["output"] = series->path().string();
-      j["frames"] = series->steps().size();
+      j["frames"] = series->frames();
     }
     write_json(c.json, j);
   }
   if (!c.show_text()) return;
   std::FILE* out = c.text();
-  fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", mesh->source(), mesh->num_nodes(), mesh->num_cells(),
-             mesh->cell_info().name);
-  fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), V.num_dofs(), bc.dofs.size());
+  const auto whole = parallel::whole_mesh(store, mesh_key);
+  fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", whole->source(), whole->num_nodes(), whole->num_cells(),
+             whole->cell_info().name);
+  fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), system.dofs(), system.constrained());
   fmt::print(out, "time        {} steps of {} to t = {}\n", o.steps, o.dt, o.steps * o.dt);
-  print_solver(out, *factor);
+  system.print_solver(out);
   fmt::print(out, "factorize   {:.4f} s once; {} solves {:.4f} s in all ({:.2e} s each)\n", t.factorize, o.steps,
              t.solve, t.solve / o.steps);
   fmt::print(out, "store       solve.factorizations={} solve.cache_hits={}\n", factorizations, cache_hits);
-  const auto r = range_json(u);
+  const auto& r = range;
   fmt::print(out, "solution    at t = {}: min {:.6g}, max {:.6g}\n", o.steps * o.dt, r["min"].get<double>(),
              r["max"].get<double>());
   if (exact) print_errors(out, err);
-  if (series) fmt::print(out, "output      {} ({} frames)\n", series->path().string(), series->steps().size());
+  if (series) fmt::print(out, "output      {} ({} frames)\n", series->path().string(), series->frames());
   print_timings(out, t, store);
 }
 

@@ -10,9 +10,23 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "commands.hpp"
 #include "fem/error.hpp"
+#if FEM_APP_HAS_SOLVERS
+#include "parallel.hpp"
+#else
+namespace fem::app::parallel {  // no solvers, no distributed runs
+inline void start(int&, char**&) {}
+inline void stop() {}
+inline bool root() { return true; }
+inline int fail(const std::string& message, int code) {
+  std::fprintf(stderr, "fem: error: %s\n", message.c_str());
+  return code;
+}
+}  // namespace fem::app::parallel
+#endif
 
 int main(int argc, char** argv) {
   CLI::App app{"fem: finite-element kernels that share state through one store"};
@@ -31,18 +45,22 @@ int main(int argc, char** argv) {
   fem::app::add_nonlinear(app);
   fem::app::add_elasticity(app);
 #endif
+  namespace parallel = fem::app::parallel;
   try {
+    parallel::start(argc, argv);  // MPI + PETSc when run distributed (mpirun, --solver mumps|gamg|hypre)
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = parallel::root() ? app.exit(e) : 1;
+    parallel::stop();
+    return code;
   } catch (const fem::app::ExitCode& e) {
+    parallel::stop();
     return e.code;
   } catch (const fem::Error& e) {
-    std::fprintf(stderr, "fem: error: %s\n", e.what());
-    return 1;
+    return parallel::fail(e.what(), 1);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fem: internal error: %s\n", e.what());
-    return 2;
+    return parallel::fail(std::string("internal error: ") + e.what(), 2);
   }
+  parallel::stop();
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "fem/mesh/vtu.hpp"
 #include "fem/newton/assembled.hpp"
 #include "fem/newton/newton.hpp"
+#include "parallel.hpp"
 #include "solver_common.hpp"
 
 namespace fem::app {
@@ -33,7 +34,7 @@ struct NonlinearOptions {
 };
 
 void run_nonlinear(const NonlinearOptions& o) {
-  const CommonOptions& c = o.common;
+  const CommonOptions c = parallel::for_this_rank(o.common);
   prepare_outputs(c, ".vtu", "VTU (a .vtu file: point data u)");
   if (o.problem != "bratu" && (o.continuation || o.lambda != 1.0))
     throw Error("--lambda and --continuation are for --problem bratu");
@@ -41,7 +42,6 @@ void run_nonlinear(const NonlinearOptions& o) {
   if (o.anderson > 0 && o.lag == 1)
     throw Error("--anderson accelerates the steps that reuse a Jacobian: it needs --lag K with K > 1");
   apply_threads(c);
-  const solve::Options sopts = solve_options(c);
   Store& store = fem::store();
   Timings t;
   const std::string mesh_key = load_and_publish(c.mesh, t, store);
@@ -49,20 +49,22 @@ void run_nonlinear(const NonlinearOptions& o) {
 
   std::vector<Expression> keep;
   std::optional<Expression> source, exact;
-  if (!o.source.empty()) source.emplace("--source", o.source, mesh->gdim());
-  if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh->gdim());
-  const auto dirichlet =
-      dirichlet_conditions(*mesh, o.dirichlet.empty() ? std::vector<std::string>{"all=0"} : o.dirichlet, keep);
+  const auto dirichlet = parallel::local([&] {
+    if (!o.source.empty()) source.emplace("--source", o.source, mesh->gdim());
+    if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh->gdim());
+    return dirichlet_conditions(*mesh, o.dirichlet.empty() ? std::vector<std::string>{"all=0"} : o.dirichlet, keep);
+  });
 
   Stopwatch w;
   const assembly::FunctionSpace V(mesh_key, c.order, 1, store);
   // --device builds the connectivity on that executor; Newton's residual and Jacobian kernels
   // (fem/newton) run on the host.
   const auto assembler = std::make_shared<const assembly::Assembler>(V, executor(c));
+  LinearSystem system(c, V, /*spd=*/false);  // J = K - λ e^u M is indefinite past the fold
   t.connectivity = w.seconds();
 
   w = Stopwatch();
-  const auto bc = assembly::dirichlet_values(V, dirichlet);
+  const auto bc = system.constraints(parallel::local([&] { return assembly::dirichlet_values(V, dirichlet); }));
   std::vector<double> u(V.num_dofs(), 0.0);
   assembly::set_dirichlet(bc, u);
   t.assemble = w.seconds();
@@ -73,7 +75,24 @@ void run_nonlinear(const NonlinearOptions& o) {
     return assembly::quasilinear([](double v) { return 1.0 + v * v; }, [](double v) { return 2.0 * v; }, f);
   };
   auto problem_at = [&](double lambda) {
-    return newton::assembled_problem(assembler, form_at(lambda), bc, "nonlinear", store);
+    newton::Problem p = newton::assembled_problem(assembler, form_at(lambda), bc, "nonlinear", store);
+    if (!system.distributed()) return p;
+    // Each rank assembles its cells' part of F: summed over ranks into every copy of a shared
+    // DOF, so that Newton's local vectors hold the global values; norms and solves are global.
+    p.residual = [r = p.residual, &system](std::span<const double> u, std::span<double> F) {
+      r(u, F);
+      system.accumulate(F);
+    };
+    if (p.residual_and_jacobian)
+      p.residual_and_jacobian = [rj = p.residual_and_jacobian, &system](std::span<const double> u,
+                                                                        std::span<double> F) {
+        CsrMatrix J = rj(u, F);
+        system.accumulate(F);
+        return J;
+      };
+    p.dot = [&system](std::span<const double> a, std::span<const double> b) { return system.dot(a, b); };
+    p.linear_solver = system.newton_solver();
+    return p;
   };
 
   newton::Options nopts;
@@ -82,7 +101,7 @@ void run_nonlinear(const NonlinearOptions& o) {
   nopts.max_iterations = o.max_iterations;
   nopts.line_search = o.line_search == "backtracking" ? newton::LineSearch::backtracking : newton::LineSearch::none;
   if (o.lag > 1) nopts.lagging = newton::Lagging::fixed(o.lag, o.anderson);
-  nopts.linear = sopts;
+  if (!system.distributed()) nopts.linear = solve_options(c);
   std::FILE* out = c.text();
   if (c.show_text()) nopts.monitor = newton::text_monitor(out);
 
@@ -128,16 +147,20 @@ void run_nonlinear(const NonlinearOptions& o) {
           ? fmt::format("continuation stopped at lambda = {} (step below the minimum)", cont->last_parameter)
           : std::string(newton::to_string(result.reason));
   assembly::Errors err;
-  if (exact) err = assembly::errors(*assembler, u, exact->vector_function());
+  if (exact) err = system.errors(*assembler, u, exact->vector_function(), LinearSolveInfo{});
+  const auto range = system.range(u);
+  const std::int64_t constrained = system.count_owned(bc);
   // A run that did not converge writes no solution file (a previous one stays as it was): its
   // last finite iterate is no solution of anything.
   const bool write_output = !c.output.empty() && converged;
   if (write_output) {
     w = Stopwatch();
-    require_finite(u, "nonlinear: the solution");
-    const auto nodal = node_values(V, u);
+    const auto nodal = parallel::local([&] {
+      require_finite(u, "nonlinear: the solution");
+      return node_values(V, u);
+    });
     const mesh::Field fields[] = {{"u", 1, nodal}};
-    mesh::write_vtu(c.output, *mesh, fields);
+    write_solution(c.output, store, mesh_key, fields);
     t.write = w.seconds();
   }
 
@@ -146,12 +169,14 @@ void run_nonlinear(const NonlinearOptions& o) {
     j["command"] = "nonlinear";
     j["device"] = c.device;
     j["problem"] = o.problem;
-    j["mesh"] = mesh_json(*mesh);
+    j["mesh"] = mesh_json(*parallel::whole_mesh(store, mesh_key));
     j["order"] = c.order;
-    j["dofs"] = V.num_dofs();
+    j["dofs"] = system.dofs();
+    j["ranks"] = parallel::size();
+    if (system.distributed()) j["solver"] = system.solver_json();
     j["timings"] = timings_json(t);
     j["cache"] = cache_json(store);
-    j["solution"] = range_json(u);
+    j["solution"] = range;
     j["newton"] = {{"iterations", result.iterations},
                    {"converged", converged},
                    {"reason", reason},
@@ -175,9 +200,11 @@ void run_nonlinear(const NonlinearOptions& o) {
     write_json(c.json, j);
   }
   if (c.show_text()) {
-    fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", mesh->source(), mesh->num_nodes(),
-               mesh->num_cells(), mesh->cell_info().name);
-    fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), V.num_dofs(), bc.dofs.size());
+    const auto whole = parallel::whole_mesh(store, mesh_key);
+    fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", whole->source(), whole->num_nodes(),
+               whole->num_cells(), whole->cell_info().name);
+    fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), system.dofs(), constrained);
+    if (system.distributed()) system.print_solver(out);
     fmt::print(out, "newton      {} after {} iterations, {} Jacobian refreshes, |F| = {:.3e}\n", reason,
                result.iterations, result.jacobian_refreshes, result.residual_norm);
     fmt::print(out, "newton time {:.4f} s: residual {:.4f}, Jacobian {:.4f}, factorize {:.4f}, solve {:.4f}\n",
@@ -185,7 +212,7 @@ void run_nonlinear(const NonlinearOptions& o) {
     if (cont)
       fmt::print(out, "lambda      last converged {} of {} ({} steps, {} failures)\n", cont->last_parameter,
                  o.lambda, cont->parameters.size(), cont->failures);
-    const auto r = range_json(u);
+    const auto& r = range;
     fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", r["min"].get<double>(), r["max"].get<double>());
     if (exact) print_errors(out, err);
     if (write_output) fmt::print(out, "output      {}\n", c.output);

@@ -6,10 +6,12 @@
 #include <fmt/core.h>
 
 #include <memory>
+#include <tuple>
 
 #include "commands.hpp"
 #include "fem/error.hpp"
 #include "fem/mesh/vtu.hpp"
+#include "parallel.hpp"
 #include "solver_common.hpp"
 
 namespace fem::app {
@@ -22,10 +24,9 @@ struct PoissonOptions {
 };
 
 void run_poisson(const PoissonOptions& o) {
-  const CommonOptions& c = o.common;
+  const CommonOptions c = parallel::for_this_rank(o.common);
   prepare_outputs(c, ".vtu", "VTU (a .vtu file: point data u, cell data grad_u)");
   apply_threads(c);
-  const solve::Options sopts = solve_options(c);
   Store& store = fem::store();
   Timings t;
   const std::string mesh_key = load_and_publish(c.mesh, t, store);
@@ -33,60 +34,69 @@ void run_poisson(const PoissonOptions& o) {
 
   // Every option is checked before the work starts.
   std::vector<Expression> keep;
-  const assembly::Coefficient k = coefficient(*mesh, o.coefficients);
   std::optional<Expression> source, exact;
-  if (!o.source.empty()) source.emplace("--source", o.source, mesh->gdim());
-  if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh->gdim());
-  const auto dirichlet = dirichlet_conditions(*mesh, o.dirichlet, keep);
-  const auto neumann = neumann_conditions(*mesh, o.neumann, keep);
+  const auto [k, dirichlet, neumann] = parallel::local([&] {
+    if (!o.source.empty()) source.emplace("--source", o.source, mesh->gdim());
+    if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh->gdim());
+    return std::tuple(coefficient(*mesh, o.coefficients), dirichlet_conditions(*mesh, o.dirichlet, keep),
+                      neumann_conditions(*mesh, o.neumann, keep));
+  });
 
   Stopwatch w;
   const assembly::FunctionSpace V(mesh_key, c.order, 1, store);
   const MatrixAssembler matrices(V, c);
   const auto assembler = matrices.host_ptr();
+  LinearSystem system(c, V, /*spd=*/true);
   t.connectivity = w.seconds();
 
   w = Stopwatch();
   const auto pattern = assembler->pattern();
   std::vector<double> values(pattern->nnz(), 0.0);
-  matrices.matrix_into(assembly::Diffusion{k}, values);
   std::vector<double> b(V.num_dofs(), 0.0);
-  if (source) assembler->vector_into(assembly::Source{source->function()}, b);
-  for (const auto& n : neumann) assembler->vector_into(n, b);
-  const auto bc = assembly::dirichlet_values(V, dirichlet);
+  auto local_bc = parallel::local([&] {
+    matrices.matrix_into(assembly::Diffusion{k}, values);
+    if (source) assembler->vector_into(assembly::Source{source->function()}, b);
+    for (const auto& n : neumann) assembler->vector_into(n, b);
+    return assembly::dirichlet_values(V, dirichlet);
+  });
+  const auto bc = system.constraints(std::move(local_bc));
   assembly::apply_dirichlet(bc, *pattern, values, b);
   // Without a Dirichlet condition the constants are free: data checked, solution of zero mean.
-  LinearSolveInfo info = publish_system(store, "poisson/A", *assembler, std::move(values), b, bc, sopts, "poisson");
+  LinearSolveInfo info = parallel::local(
+      [&] { return system.publish(store, "poisson/A", *assembler, std::move(values), b, bc, "poisson"); });
   t.assemble = w.seconds();
 
   w = Stopwatch();
-  const auto factor = solve::factorization(store, "poisson/A", sopts);
+  system.factorize(store, "poisson/A");
   t.factorize = w.seconds();
   w = Stopwatch();
-  const std::vector<double> u = solve_checked(store, "poisson/A", b, sopts, info);
+  const std::vector<double> u = system.solve(store, "poisson/A", b, info);
   t.solve = w.seconds();
 
   assembly::Errors err;
-  if (exact) err = errors_against(*assembler, u, exact->vector_function(), info);
+  if (exact) err = system.errors(*assembler, u, exact->vector_function(), info);
 
   if (!c.output.empty()) {
     w = Stopwatch();
-    require_finite(u, "poisson: the solution");
-    const auto nodal = node_values(V, u);
-    std::vector<mesh::Field> points{{"u", 1, nodal}};
-    std::vector<double> grad;
-    std::vector<mesh::Field> cells;
-    if (c.order == 1) {
-      grad = p1_gradient(V, u);
-      if (!grad.empty()) cells.push_back({"grad_u", mesh->gdim(), grad});
-    }
-    mesh::write_vtu(c.output, *mesh, points, cells);
+    std::vector<double> nodal, grad;
+    std::vector<mesh::Field> points, cells;
+    parallel::local([&] {
+      require_finite(u, "poisson: the solution");
+      nodal = node_values(V, u);
+      points.push_back({"u", 1, nodal});
+      if (c.order == 1) {
+        grad = p1_gradient(V, u);
+        if (!grad.empty()) cells.push_back({"grad_u", mesh->gdim(), grad});
+      }
+    });
+    write_solution(c.output, store, mesh_key, points, cells);
     t.write = w.seconds();
   }
 
+  const auto range = system.range(u);
   if (!c.json.empty()) {
-    nlohmann::json j = linear_run_json("poisson", c, *mesh, V.num_dofs(), bc.dofs.size(), *factor, t, store);
-    j["solution"] = range_json(u);
+    nlohmann::json j = system.run_json("poisson", c, store, mesh_key, t);
+    j["solution"] = range;
     add_solve_json(j, info);
     if (exact) j["error"] = error_json(err);
     if (!c.output.empty()) j["output"] = c.output;
@@ -94,13 +104,13 @@ void run_poisson(const PoissonOptions& o) {
   }
   if (!c.show_text()) return;
   std::FILE* out = c.text();
-  fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", mesh->source(), mesh->num_nodes(), mesh->num_cells(),
-             mesh->cell_info().name);
-  fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), V.num_dofs(), bc.dofs.size());
-  print_solver(out, *factor);
+  const auto whole = parallel::whole_mesh(store, mesh_key);
+  fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", whole->source(), whole->num_nodes(), whole->num_cells(),
+             whole->cell_info().name);
+  fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), system.dofs(), system.constrained());
+  system.print_solver(out);
   print_null_space(out, info);
-  const auto r = range_json(u);
-  fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", r["min"].get<double>(), r["max"].get<double>());
+  fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", range["min"].get<double>(), range["max"].get<double>());
   if (exact) print_errors(out, err);
   if (!c.output.empty()) fmt::print(out, "output      {}\n", c.output);
   print_timings(out, t, store);

@@ -18,6 +18,11 @@
 #include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
 #include "load_mesh.hpp"
+#include "parallel.hpp"
+
+#if FEM_APP_HAS_DIST
+#include "fem/dist/dist.hpp"
+#endif
 
 namespace fem::app {
 
@@ -343,8 +348,13 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
   if (with_order)
     cmd.add_option("--order", o.order, "polynomial degree of the Lagrange space")
         ->check(CLI::IsMember({1, 2}));
-  cmd.add_option("--solver", o.solver, "direct solver")
-      ->check(CLI::IsMember({"auto", "cholmod", "umfpack", "klu", "ldlt", "lu"}));
+  cmd.add_option("--solver", o.solver,
+                 "serial direct solver (auto, cholmod, umfpack, klu, ldlt, lu), or a distributed one (MPI + PETSc, "
+                 "also on one process): mumps (direct, the default under mpirun), gamg or hypre (CG/GMRES with "
+                 "algebraic multigrid; PETSc options through PETSC_OPTIONS with the prefix fem_)")
+      ->check(CLI::IsMember({"auto", "cholmod", "umfpack", "klu", "ldlt", "lu", "mumps", "gamg", "hypre"}));
+  cmd.add_option("--ksp-rtol", o.ksp_rtol, "relative residual ‖b − Ax‖/‖b‖ of the iterative solvers (--solver gamg|hypre)")
+      ->check(positive_number());
   cmd.add_option("--ordering", o.ordering, "fill-reducing ordering")
       ->check(CLI::IsMember({"auto", "amd", "colamd", "metis", "natural"}));
   cmd.add_option("--device", o.device,
@@ -410,6 +420,8 @@ solve::Options solve_options(const CommonOptions& o) {
                                           {"klu", B::klu},         {"ldlt", B::ldlt},       {"lu", B::lu}};
   const std::map<std::string, R> orderings{
       {"auto", R::automatic}, {"amd", R::amd}, {"colamd", R::colamd}, {"metis", R::metis}, {"natural", R::natural}};
+  if (!backends.count(o.solver))
+    throw Error(fmt::format("--solver {}: a distributed solver (MPI + PETSc) but this run is serial", o.solver));
   s.backend = backends.at(o.solver);
   s.compatibility_tolerance = o.compatibility_tolerance;
   s.ordering = orderings.at(o.ordering);
@@ -498,11 +510,25 @@ void add_solve_json(nlohmann::json& j, const LinearSolveInfo& info) {
 
 std::string load_and_publish(const std::string& spec, Timings& t, Store& store) {
   Stopwatch w;
-  Mesh m = load_mesh(spec);
   std::string stem = spec.rfind("gen:", 0) == 0 ? spec.substr(4) : std::filesystem::path(spec).stem().string();
   std::replace(stem.begin(), stem.end(), ':', '_');
   const std::string key = "mesh/" + stem;
-  store.put(key, std::move(m));
+#if FEM_APP_HAS_DIST
+  if (parallel::distributed()) {
+    std::shared_ptr<const Mesh> whole = parallel::local([&]() -> std::shared_ptr<const Mesh> {
+      if (!parallel::root()) return nullptr;
+      auto m = std::make_shared<const Mesh>(load_mesh(spec));
+      store.put(key + "#whole", m);  // for gathered output and the JSON's mesh
+      return m;
+    });
+    t.read_mesh = w.seconds();
+    w = Stopwatch();
+    dist::distribute(MPI_COMM_WORLD, whole, key, store);
+    t.distribute = w.seconds();
+    return key;
+  }
+#endif
+  store.put(key, load_mesh(spec));
   t.read_mesh = w.seconds();
   return key;
 }
@@ -515,8 +541,10 @@ nlohmann::json mesh_json(const Mesh& mesh) {
 }
 
 nlohmann::json timings_json(const Timings& t) {
-  return {{"read_mesh", t.read_mesh}, {"connectivity", t.connectivity}, {"assemble", t.assemble},
-          {"factorize", t.factorize}, {"solve", t.solve},               {"write", t.write}};
+  nlohmann::json j = {{"read_mesh", t.read_mesh}, {"connectivity", t.connectivity}, {"assemble", t.assemble},
+                      {"factorize", t.factorize}, {"solve", t.solve},               {"write", t.write}};
+  if (parallel::distributed()) j["distribute"] = t.distribute;
+  return j;
 }
 
 namespace {
@@ -573,12 +601,17 @@ void print_errors(std::FILE* out, const assembly::Errors& e) {
 
 void print_timings(std::FILE* out, const Timings& t, const Store& store) {
   fmt::print(out, "\nphase          seconds\n");
-  for (const auto& [name, s] : {std::pair{"read_mesh", t.read_mesh}, {"connectivity", t.connectivity},
-                                {"assemble", t.assemble}, {"factorize", t.factorize}, {"solve", t.solve},
-                                {"write", t.write}})
-    fmt::print(out, "{:<14} {:>9.4f}\n", name, s);
+  for (const auto& [name, s] : {std::pair{"read_mesh", t.read_mesh}, {"distribute", t.distribute},
+                                {"connectivity", t.connectivity}, {"assemble", t.assemble},
+                                {"factorize", t.factorize}, {"solve", t.solve}, {"write", t.write}})
+    if (name != std::string_view("distribute") || parallel::distributed()) fmt::print(out, "{:<14} {:>9.4f}\n", name, s);
   fmt::print(out, "cache         ");
-  for (const auto& [short_name, name] : counter_names) fmt::print(out, " {}={}", name, store.counter(name));
+  for (const auto& [short_name, name] : counter_names)
+    if (!parallel::distributed() || std::string_view(name).rfind("assembly.", 0) == 0)
+      fmt::print(out, " {}={}", name, store.counter(name));
+  if (parallel::distributed())  // this rank's counters (every rank makes the same collective calls)
+    for (const auto& [name, value] : store.counters())
+      if (name.rfind("dist.", 0) == 0) fmt::print(out, " {}={}", name, value);
   fmt::print(out, "\n");
 }
 
@@ -602,7 +635,9 @@ void prepare_output_folder(const std::string& option, const std::filesystem::pat
 void prepare_output(const std::string& option, const std::string& path, const std::string& extension,
                     const std::string& writes) {
   if (path.empty()) return;
-  if (lowercase_extension(path) != extension)
+  // A distributed run writes a .vtu gathered on rank 0, or pieces and their .pvtu.
+  const bool pieces = extension == ".vtu" && parallel::distributed() && lowercase_extension(path) == ".pvtu";
+  if (lowercase_extension(path) != extension && !pieces)
     throw Error(fmt::format("{} '{}': this subcommand writes {}; give a file name ending in {}", option, path, writes,
                             extension));
   prepare_output_folder(option, path);

@@ -127,7 +127,7 @@ CLI::Validator finite_number();
 
 /// Wall-clock phases in the order of the table.
 struct Timings {
-  double read_mesh = 0, connectivity = 0, assemble = 0, factorize = 0, solve = 0, write = 0;
+  double read_mesh = 0, distribute = 0, connectivity = 0, assemble = 0, factorize = 0, solve = 0, write = 0;
 };
 
 class Stopwatch {
@@ -148,6 +148,7 @@ struct CommonOptions {
   std::string solver = "auto", ordering = "auto";
   int threads = 0;
   double compatibility_tolerance = 1e-6;  ///< solve::Options::compatibility_tolerance
+  double ksp_rtol = 1e-10;                ///< Krylov solvers (--solver gamg|hypre): relative residual
   std::string json;
   std::string output;
   std::string device = "cpu";  ///< cpu, cuda or debug-device (see MatrixAssembler)
@@ -225,7 +226,9 @@ void print_null_space(std::FILE* out, const LinearSolveInfo& info);
 /// `solve` object {relative_residual, backward_error, refinement_steps}.
 void add_solve_json(nlohmann::json& j, const LinearSolveInfo& info);
 
-/// Load the mesh (timed as read_mesh) and publish it under `mesh/<stem>`; returns the key.
+/// Load the mesh (timed as read_mesh) and publish it under `mesh/<stem>`; returns the key. In a
+/// distributed run (parallel.hpp) rank 0 loads it and keeps it as `mesh/<stem>#whole`, and every
+/// rank publishes its part under the key (fem::dist::distribute, timed as distribute).
 std::string load_and_publish(const std::string& spec, Timings& t, Store& store = fem::store());
 
 /// JSON parts shared by every subcommand.

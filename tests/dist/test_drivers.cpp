@@ -1,0 +1,182 @@
+// The fem drivers under mpirun give the serial run's answer: the gathered .vtu of a distributed
+// run is compared with the serial .vtu node by node; counters and Newton iterations come from
+// the JSON; an error on any rank is one line from rank 0 and a non-zero exit.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "fem/mesh/vtu.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int status = -1;
+  std::string output;
+};
+
+// `fem ARGS` on `ranks` processes (0: without mpirun), stdout and stderr together.
+Outcome fem(int ranks, const std::string& args) {
+  const std::string launcher =
+      ranks > 0 ? std::string(FEM_MPIEXEC) + " -n " + std::to_string(ranks) + " --bind-to none " : "";
+  const std::string command = launcher + FEM_EXECUTABLE + " " + args + " 2>&1";
+  Outcome r;
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe)) r.output += buffer;
+  const int s = pclose(pipe);
+  r.status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+  return r;
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / "fem_dist_drivers" / name;
+  fs::create_directories(p.parent_path());
+  return p;
+}
+
+const std::string meshes = FEM_MESHES_DIR;
+
+std::string fmt_name(const std::string& name, int ranks) {
+  return name + "_np" + std::to_string(ranks) + ".vtu";
+}
+
+// max |a − b| / max |b| of a point array of two .vtu files of one mesh.
+double difference(const fs::path& a, const fs::path& b, const std::string& array) {
+  const auto da = fem::mesh::read_vtu(a), db = fem::mesh::read_vtu(b);
+  const auto *x = da.point_array(array), *y = db.point_array(array);
+  if (!x || !y || x->values.size() != y->values.size()) return INFINITY;
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < x->values.size(); ++i) {
+    diff = std::max(diff, std::abs(x->values[i] - y->values[i]));
+    scale = std::max(scale, std::abs(y->values[i]));
+  }
+  return diff / scale;
+}
+
+nlohmann::json json(const fs::path& p) { return nlohmann::json::parse(std::ifstream(p)); }
+
+TEST(Drivers, PoissonP1AndP2AreTheSerialSolution) {
+  const std::string p1 = meshes + "/plate_hole_v41.msh --dirichlet hole=1 --dirichlet left=0 --source 1+x*y";
+  const std::string p2 =
+      meshes + "/annulus_p2_v41.msh --order 2 --dirichlet inner=1 --dirichlet outer=0 --source 1";
+  for (const auto& [name, args] : {std::pair{"p1", p1}, {"p2", p2}}) {
+    const auto serial = scratch(std::string(name) + "_serial.vtu");
+    ASSERT_EQ(fem(0, "poisson " + args + " -q --output " + serial.string()).status, 0);
+    for (int ranks : {2, 3}) {
+      const auto dist = scratch(fmt_name(name, ranks));
+      const auto j = scratch(fmt_name(name, ranks) + ".json");
+      const Outcome r =
+          fem(ranks, "poisson " + args + " -q --output " + dist.string() + " --json " + j.string());
+      ASSERT_EQ(r.status, 0) << r.output;
+      EXPECT_LE(difference(dist, serial, "u"), 1e-10) << name << " on " << ranks;
+      const auto js = json(j);
+      EXPECT_EQ(js["ranks"], ranks);
+      EXPECT_EQ(js["dist"]["coo_preallocations"], 1);
+      EXPECT_EQ(js["solver"]["backend"], "mumps");
+    }
+  }
+}
+
+TEST(Drivers, ElasticityIsTheSerialSolution) {
+  const std::string args = meshes + "/plate_hole_v41.msh --fixed left --traction right=1,0.5 -q --output ";
+  const auto serial = scratch("e_serial.vtu"), dist = scratch("e_dist.vtu");
+  ASSERT_EQ(fem(0, "elasticity " + args + serial.string()).status, 0);
+  const Outcome r = fem(3, "elasticity " + args + dist.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_LE(difference(dist, serial, "displacement"), 1e-10);
+}
+
+TEST(Drivers, HeatFactorizesOnceAndEndsWhereTheSerialRunEnds) {
+  const std::string args =
+      meshes +
+      "/plate_hole_v41.msh --dt 0.01 --steps 10 --every 10 --initial 0 --dirichlet hole=1 "
+      "--dirichlet left=0 -q --json ";
+  const auto sj = scratch("heat_serial.json"), dj = scratch("heat_dist.json");
+  const auto sd = scratch("heat_serial"), dd = scratch("heat_dist");
+  fs::remove_all(sd), fs::remove_all(dd);
+  ASSERT_EQ(fem(0, "heat " + args + sj.string() + " --output " + sd.string()).status, 0);
+  const Outcome r = fem(2, "heat " + args + dj.string() + " --output " + dd.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto js = json(dj);
+  EXPECT_EQ(js["dist"]["coo_preallocations"], 1);
+  EXPECT_EQ(js["dist"]["solver_setups"], 1);
+  EXPECT_EQ(js["dist"]["preconditioner_setups"], 1);  // one factorization for the 10 steps
+  EXPECT_EQ(js["solver"]["solves"], 10);
+  // The last frame: the .pvtu pieces, read back and matched to the serial frame by point.
+  const auto serial = fem::mesh::read_vtu(sd / "heat_000001.vtu");
+  const auto dist = fem::mesh::read_pvtu(dd / "heat_000001.pvtu");
+  std::map<std::array<double, 3>, double> by_point;
+  for (std::size_t i = 0; i < serial.num_points(); ++i)
+    by_point[{serial.points[3 * i], serial.points[3 * i + 1], serial.points[3 * i + 2]}] =
+        serial.point_array("u")->values[i];
+  double diff = 0;
+  for (std::size_t i = 0; i < dist.num_points(); ++i) {
+    auto it = by_point.find({dist.points[3 * i], dist.points[3 * i + 1], dist.points[3 * i + 2]});
+    ASSERT_NE(it, by_point.end());
+    diff = std::max(diff, std::abs(it->second - dist.point_array("u")->values[i]));
+  }
+  EXPECT_LE(diff, 1e-10);
+}
+
+TEST(Drivers, BratuTakesTheSerialNewtonIterations) {
+  for (const char* lag : {"", " --lag 3 --anderson 2"}) {
+    const std::string args = "nonlinear gen:square-tri3:24 --lambda 6 --line-search backtracking" +
+                             std::string(lag) + " -q --output ";
+    const auto serial = scratch("b_serial.vtu"), dist = scratch("b_dist.vtu");
+    const auto sj = scratch("b_serial.json"), dj = scratch("b_dist.json");
+    ASSERT_EQ(fem(0, args + serial.string() + " --json " + sj.string()).status, 0);
+    for (int ranks : {2, 3}) {
+      const Outcome r = fem(ranks, args + dist.string() + " --json " + dj.string());
+      ASSERT_EQ(r.status, 0) << r.output;
+      EXPECT_EQ(json(dj)["newton"]["iterations"], json(sj)["newton"]["iterations"]) << lag << " on " << ranks;
+      EXPECT_EQ(json(dj)["newton"]["jacobian_refreshes"], json(sj)["newton"]["jacobian_refreshes"]);
+      EXPECT_LE(difference(dist, serial, "u"), 1e-9);
+    }
+  }
+}
+
+TEST(Drivers, IterativeSolversOnOneProcess) {
+  const std::string args = "poisson gen:square-tri3:64 --dirichlet all=0 --source 1 -q --output ";
+  const auto serial = scratch("g_serial.vtu");
+  ASSERT_EQ(fem(0, args + serial.string()).status, 0);
+  for (const char* solver : {"gamg", "hypre"}) {
+    const auto out = scratch(std::string("g_") + solver + ".vtu"), j = scratch("g.json");
+    const Outcome r =
+        fem(0, args + out.string() + " --solver " + solver + " --ksp-rtol 1e-12 --json " + j.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_GT(json(j)["solver"]["iterations"].get<int>(), 0);
+    EXPECT_EQ(json(j)["ranks"], 1);
+    EXPECT_LE(difference(out, serial, "u"), 1e-9) << solver;
+  }
+}
+
+// One line from rank 0, whichever rank failed; every rank exits non-zero.
+void expect_one_line_error(const Outcome& r, const std::string& words) {
+  EXPECT_NE(r.status, 0);
+  std::size_t lines = 0, pos = 0;
+  while ((pos = r.output.find("fem: error:", pos)) != std::string::npos) ++lines, ++pos;
+  EXPECT_EQ(lines, 1u) << r.output;
+  EXPECT_NE(r.output.find(words), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("MPI_ABORT"), std::string::npos) << r.output;
+}
+
+TEST(Drivers, AnErrorOnAnyRankIsOneLineAndEveryRankFails) {
+  // Rank 0 cannot read the mesh.
+  expect_one_line_error(fem(2, "poisson " + meshes + "/no_such.msh --dirichlet all=0"), "no_such.msh");
+  // A source that is not a number on part of the domain only (x < 0.5): some ranks fail.
+  expect_one_line_error(fem(3, "poisson gen:square-tri3:16 --dirichlet all=0 --source 'sqrt(x-0.5)'"),
+                        "--source");
+  // No Dirichlet condition: the distributed solvers refuse it in words.
+  expect_one_line_error(fem(2, "poisson gen:square-tri3:8 --neumann all=0 --source 0"), "Dirichlet");
+}
+
+}  // namespace
