@@ -1,6 +1,6 @@
 // The phases of a distributed Poisson run, one benchmark each, under mpirun: mesh distribution,
-// connectivity, first assembly (with the PETSc matrix's COO preallocation), re-assembly (scatter
-// + MatSetValuesCOO), MUMPS factorization, refactorization and solve, CG + GAMG setup and solve
+// connectivity, first assembly (with the load vector and the PETSc matrix's COO preallocation),
+// re-assembly of the matrix (scatter, Dirichlet lifting, MatSetValuesCOO), the load vector, MUMPS factorization, refactorization and solve, CG + GAMG setup and solve
 // to rtol 1e-8. Every rank runs the same fixed iterations (collective calls), the time reported
 // is the slowest rank's, and peak_MB the largest resident set of any rank.
 //
@@ -36,7 +36,8 @@ struct Case {
   std::shared_ptr<const fem::dist::IndexMap> map;
   std::shared_ptr<const fem::dist::PetscMatrix> A;
   std::shared_ptr<const fem::dist::Solver> mumps, gamg;
-  std::vector<double> values, b, u;
+  std::vector<double> values, f, b, u;
+  std::size_t nnz = 0;
   fem::assembly::DirichletValues bc;
   int version = 0;
 };
@@ -68,14 +69,21 @@ void dofs_rate(benchmark::State& state) {
         benchmark::Counter(static_cast<double>(c.map->global_dofs()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// A new version of the matrix: assemble k = 1 + version/10, lift the conditions, publish.
+// A new version of the matrix: assemble k = 1 + version/10, lift the conditions into a copy of
+// the load vector, publish (the values move into the store: a fresh buffer per version).
 void assemble_version(Case& c) {
   const double k = 1 + 0.1 * c.version++;
+  c.values.assign(c.assembler->pattern()->nnz(), 0.0);
   c.assembler->matrix_into(fem::assembly::Diffusion{k}, c.values);
-  std::fill(c.b.begin(), c.b.end(), 0.0);
-  c.assembler->vector_into(fem::assembly::Source{[](const double*) { return 1.0; }}, c.b);
+  c.b = c.f;
   fem::assembly::apply_dirichlet(c.bc, *c.assembler->pattern(), c.values, c.b);
-  c.store.put("A", fem::CsrMatrix(c.assembler->pattern(), c.values));
+  c.store.put("A", fem::CsrMatrix(c.assembler->pattern(), std::move(c.values)));
+}
+
+// The load vector of f = 1 (partial sums on shared DOFs).
+void assemble_load(Case& c) {
+  c.f.assign(c.V->num_dofs(), 0.0);
+  c.assembler->vector_into(fem::assembly::Source{[](const double*) { return 1.0; }}, c.f);
 }
 
 void Distribute(benchmark::State& state) {
@@ -101,13 +109,13 @@ void Connectivity(benchmark::State& state) {
 void FirstAssembly(benchmark::State& state) {
   Case& c = the_case();
   timed(state, [&] {
-    c.values.assign(c.assembler->pattern()->nnz(), 0.0);
-    c.b.assign(c.V->num_dofs(), 0.0);
     c.bc = c.map->synchronize(fem::assembly::dirichlet_values(
         *c.V, std::vector{fem::assembly::Dirichlet{fem::assembly::FacetSet::all(), nullptr, -1}}));
+    assemble_load(c);
     assemble_version(c);
     c.A = fem::dist::petsc_matrix(c.store, "A", c.map);
   });
+  c.nnz = c.assembler->pattern()->nnz();
   dofs_rate(state);
 }
 
@@ -118,8 +126,15 @@ void Reassembly(benchmark::State& state) {
     c.A = fem::dist::petsc_matrix(c.store, "A", c.map, std::move(c.A));
   });
   dofs_rate(state);
-  state.counters["nnz_per_s"] = benchmark::Counter(static_cast<double>(fem::dist::sum(comm, std::int64_t(c.values.size()))),
+  state.counters["nnz_per_s"] = benchmark::Counter(static_cast<double>(fem::dist::sum(comm, std::int64_t(c.nnz))),
                                                    benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The load vector alone (the library's Source form: a function evaluated at quadrature points).
+void LoadVector(benchmark::State& state) {
+  Case& c = the_case();
+  timed(state, [&] { assemble_load(c); });
+  dofs_rate(state);
 }
 
 void MumpsFactorize(benchmark::State& state) {
@@ -149,6 +164,16 @@ void MumpsSolve(benchmark::State& state) {
   c.u.assign(c.V->num_dofs(), 0.0);
   timed(state, [&] { c.mumps->solve(c.b, fem::dist::Sums::partial, c.u); });
   dofs_rate(state);
+}
+
+// y = A x with the PETSc matrix (local vectors in and out): an upper bound of what the residual
+// check after every solve costs (one MatMult and two norms).
+void Matvec(benchmark::State& state) {
+  Case& c = the_case();
+  std::vector<double> y(c.u.size());
+  timed(state, [&] { c.mumps->matrix().multiply(c.u, y); });
+  state.counters["nnz_per_s"] = benchmark::Counter(static_cast<double>(fem::dist::sum(comm, std::int64_t(c.nnz))),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void GamgSetup(benchmark::State& state) {
@@ -200,10 +225,12 @@ int main(int argc, char** argv) {
   reg("connectivity", Connectivity, 1);
   reg("first_assembly", FirstAssembly, 1);
   reg("reassembly", Reassembly, 5);
+  reg("load_vector", LoadVector, 3);
   if (c.direct) {
     reg("mumps_factorize", MumpsFactorize, 1);
     reg("mumps_refactorize", MumpsRefactorize, 2);
     reg("mumps_solve", MumpsSolve, 5);
+    reg("matvec", Matvec, 5);
   }
   reg("gamg_setup", GamgSetup, 1);
   reg("gamg_solve", GamgSolve, 3);

@@ -159,30 +159,41 @@ void IndexMap::check(std::span<const double> local) const {
               "local vector of {} entries, the space has {} here", local.size(), local_dofs());
 }
 
+namespace {
+// The local values into the ghosted vector's local form (owned slots, then ghosts).
+void scatter_local(Vec ghosted, std::span<const index_t> position, int block, std::span<const double> local) {
+  Vec form;
+  FEM_PETSC(VecGhostGetLocalForm(ghosted, &form));
+  PetscScalar* x;
+  FEM_PETSC(VecGetArray(form, &x));
+  for (std::size_t d = 0; d < position.size(); ++d)
+    for (int k = 0; k < block; ++k) x[position[d] * block + k] = local[d * block + k];
+  FEM_PETSC(VecRestoreArray(form, &x));
+  FEM_PETSC(VecGhostRestoreLocalForm(ghosted, &form));
+}
+
+// The ghosted vector's local form back into the local order.
+void gather_local(Vec ghosted, std::span<const index_t> position, int block, std::span<double> local) {
+  Vec form;
+  FEM_PETSC(VecGhostGetLocalForm(ghosted, &form));
+  const PetscScalar* y;
+  FEM_PETSC(VecGetArrayRead(form, &y));
+  for (std::size_t d = 0; d < position.size(); ++d)
+    for (int k = 0; k < block; ++k) local[d * block + k] = y[position[d] * block + k];
+  FEM_PETSC(VecRestoreArrayRead(form, &y));
+  FEM_PETSC(VecGhostRestoreLocalForm(ghosted, &form));
+}
+}  // namespace
+
 void IndexMap::accumulate(std::span<double> local) const {
   check(local);
   std::lock_guard lock(mutex_);
-  Vec form;
-  FEM_PETSC(VecGhostGetLocalForm(ghosted_, &form));
-  PetscScalar* x;
-  FEM_PETSC(VecGetArray(form, &x));
-  for (index_t d = 0; d < local_nodes(); ++d)
-    for (int k = 0; k < block_; ++k)
-      x[position_[d] * block_ + k] = local[static_cast<std::size_t>(d) * block_ + k];
-  FEM_PETSC(VecRestoreArray(form, &x));
-  FEM_PETSC(VecGhostRestoreLocalForm(ghosted_, &form));
+  scatter_local(ghosted_, position_, block_, local);
   FEM_PETSC(VecGhostUpdateBegin(ghosted_, ADD_VALUES, SCATTER_REVERSE));
   FEM_PETSC(VecGhostUpdateEnd(ghosted_, ADD_VALUES, SCATTER_REVERSE));
   FEM_PETSC(VecGhostUpdateBegin(ghosted_, INSERT_VALUES, SCATTER_FORWARD));
   FEM_PETSC(VecGhostUpdateEnd(ghosted_, INSERT_VALUES, SCATTER_FORWARD));
-  FEM_PETSC(VecGhostGetLocalForm(ghosted_, &form));
-  const PetscScalar* y;
-  FEM_PETSC(VecGetArrayRead(form, &y));
-  for (index_t d = 0; d < local_nodes(); ++d)
-    for (int k = 0; k < block_; ++k)
-      local[static_cast<std::size_t>(d) * block_ + k] = y[position_[d] * block_ + k];
-  FEM_PETSC(VecRestoreArrayRead(form, &y));
-  FEM_PETSC(VecGhostRestoreLocalForm(ghosted_, &form));
+  gather_local(ghosted_, position_, block_, local);
 }
 
 Vec IndexMap::create_vector() const {
@@ -194,10 +205,12 @@ Vec IndexMap::create_vector() const {
 
 void IndexMap::to_petsc(std::span<const double> local, Sums form, Vec global) const {
   check(local);
-  if (form == Sums::partial) {
-    std::vector<double> sums(local.begin(), local.end());
-    accumulate(sums);
-    to_petsc(sums, Sums::consistent, global);
+  if (form == Sums::partial) {  // the owners add up the ghosts' contributions: one reverse scatter
+    std::lock_guard lock(mutex_);
+    scatter_local(ghosted_, position_, block_, local);
+    FEM_PETSC(VecGhostUpdateBegin(ghosted_, ADD_VALUES, SCATTER_REVERSE));
+    FEM_PETSC(VecGhostUpdateEnd(ghosted_, ADD_VALUES, SCATTER_REVERSE));
+    FEM_PETSC(VecCopy(ghosted_, global));  // the owned part
     return;
   }
   PetscScalar* x;
@@ -212,26 +225,10 @@ void IndexMap::to_petsc(std::span<const double> local, Sums form, Vec global) co
 void IndexMap::from_petsc(Vec global, std::span<double> local) const {
   check(local);
   std::lock_guard lock(mutex_);
-  {
-    const PetscScalar* x;
-    PetscScalar* y;
-    FEM_PETSC(VecGetArrayRead(global, &x));
-    FEM_PETSC(VecGetArray(ghosted_, &y));
-    std::copy(x, x + owned_dofs(), y);
-    FEM_PETSC(VecRestoreArray(ghosted_, &y));
-    FEM_PETSC(VecRestoreArrayRead(global, &x));
-  }
+  FEM_PETSC(VecCopy(global, ghosted_));
   FEM_PETSC(VecGhostUpdateBegin(ghosted_, INSERT_VALUES, SCATTER_FORWARD));
   FEM_PETSC(VecGhostUpdateEnd(ghosted_, INSERT_VALUES, SCATTER_FORWARD));
-  Vec form;
-  FEM_PETSC(VecGhostGetLocalForm(ghosted_, &form));
-  const PetscScalar* y;
-  FEM_PETSC(VecGetArrayRead(form, &y));
-  for (index_t d = 0; d < local_nodes(); ++d)
-    for (int k = 0; k < block_; ++k)
-      local[static_cast<std::size_t>(d) * block_ + k] = y[position_[d] * block_ + k];
-  FEM_PETSC(VecRestoreArrayRead(form, &y));
-  FEM_PETSC(VecGhostRestoreLocalForm(ghosted_, &form));
+  gather_local(ghosted_, position_, block_, local);
 }
 
 double IndexMap::dot(std::span<const double> a, std::span<const double> b) const {

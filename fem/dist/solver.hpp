@@ -45,7 +45,8 @@ struct SolverOptions {
   bool lag = false;
   double lag_growth = 1.5;
   /// Every solve is checked: ‖b − Ax‖/‖b‖ above this (above max(this, 1.5 rtol) for Krylov
-  /// methods) is a NumericalError naming key and method.
+  /// methods) is a NumericalError naming key and method. Infinity: no check (one MatMult and
+  /// two norms less per solve).
   double max_relative_residual = 1e-6;
   /// PETSc options prefix: e.g. "fem_" lets -fem_ksp_monitor, -fem_pc_gamg_threshold apply.
   std::string prefix = {};
@@ -83,10 +84,13 @@ class Solver {
   // A new version of the matrix (the same Mat, refilled): refactorize, or keep the preconditioner.
   void update(std::shared_ptr<const PetscMatrix> A, Store& store);
   DistSolveReport run(std::span<const double> b, Sums form, std::span<double> x, bool transpose) const;
+  // A Krylov method around the preconditioner (AMG, or a lagged factor); else MUMPS alone.
+  bool krylov() const noexcept { return options_.method != Method::mumps || options_.lag; }
   std::shared_ptr<const PetscMatrix> A_;
   SolverOptions options_;
   std::string key_;
   KSP ksp_ = nullptr;
+  mutable Vec b_ = nullptr, x_ = nullptr, r_ = nullptr;  // work vectors of the solves
   mutable int baseline_ = -1;          // -1: not measured since the last refresh
   mutable bool refresh_next_ = false;  // the lag's iterations grew: rebuild at the next version
   bool reused_ = false;                // this version runs on an older preconditioner

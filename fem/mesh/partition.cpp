@@ -1,4 +1,4 @@
-// Mesh partitions: METIS_PartMeshDual on the cells' corner vertices, node owners among the parts
+// Mesh partitions: METIS on the dual graph of the cells, node owners among the parts
 // that touch each node, and the communication a partition implies (statistics without METIS).
 #include "fem/mesh/partition.hpp"
 
@@ -46,25 +46,37 @@ struct NodeCells {
   }
 };
 
-/// Owners from METIS's suggestion per node (-1 or less: none): the suggestion when that part
-/// touches the node, else the lowest part touching it; -1 for nodes no cell references.
-std::vector<int> owners(const Mesh& mesh, const std::vector<int>& cell_part,
-                        const std::vector<int>& suggested) {
+/// Owners of the nodes: a node that one part's cells touch belongs to it; a node on an interface
+/// goes to the touching part that owns the fewest nodes so far (nodes in index order, ties to the
+/// lowest part), which balances the owned nodes as METIS's node partition does; -1 for nodes no
+/// cell references.
+std::vector<int> owners(const Mesh& mesh, const std::vector<int>& cell_part, int parts) {
   const auto nn = static_cast<std::size_t>(mesh.num_nodes());
-  std::vector<int> lowest(nn, std::numeric_limits<int>::max());
-  std::vector<char> suggestion_touches(nn, 0);
+  constexpr int none = -1, several = -2;
+  std::vector<int> only(nn, none);
   for (index_t c = 0; c < mesh.num_cells(); ++c) {
     const int p = cell_part[static_cast<std::size_t>(c)];
     for (const index_t n : mesh.cell(c)) {
-      const auto i = static_cast<std::size_t>(n);
-      lowest[i] = std::min(lowest[i], p);
-      if (!suggested.empty() && suggested[i] == p) suggestion_touches[i] = 1;
+      int& o = only[static_cast<std::size_t>(n)];
+      o = o == none || o == p ? p : several;
     }
   }
-  std::vector<int> owner(nn, -1);
+  std::vector<std::int64_t> owned(static_cast<std::size_t>(parts), 0);
+  for (int o : only)
+    if (o >= 0) ++owned[static_cast<std::size_t>(o)];
+  std::vector<int> owner(only);
+  const NodeCells node_cells(mesh);
   for (std::size_t i = 0; i < nn; ++i) {
-    if (lowest[i] == std::numeric_limits<int>::max()) continue;  // no cell references it
-    owner[i] = suggestion_touches[i] ? suggested[i] : lowest[i];
+    if (only[i] != several) continue;
+    int best = -1;
+    for (const index_t c : node_cells.of(static_cast<index_t>(i))) {
+      const int p = cell_part[static_cast<std::size_t>(c)];
+      if (best < 0 || owned[static_cast<std::size_t>(p)] < owned[static_cast<std::size_t>(best)] ||
+          (owned[static_cast<std::size_t>(p)] == owned[static_cast<std::size_t>(best)] && p < best))
+        best = p;
+    }
+    owner[i] = best;
+    ++owned[static_cast<std::size_t>(best)];
   }
   return owner;
 }
@@ -81,16 +93,10 @@ const char* metis_status(int rc) {
   }
 }
 
-/// Whether the dual graph of the mesh (cells sharing ncommon corner vertices) is connected:
-/// METIS refuses contiguous parts of a disconnected graph (and says so on standard error).
-bool dual_connected(idx_t ne, idx_t nn, std::vector<idx_t>& eptr, std::vector<idx_t>& eind, idx_t ncommon) {
-  idx_t numflag = 0;
-  idx_t* xadj = nullptr;
-  idx_t* adjncy = nullptr;
-  const int rc = METIS_MeshToDual(&ne, &nn, eptr.data(), eind.data(), &ncommon, &numflag, &xadj, &adjncy);
-  if (rc != METIS_OK)
-    throw Error(fmt::format("METIS_MeshToDual failed on {} cells: {} (code {})", ne, metis_status(rc), rc));
-  std::vector<char> seen(static_cast<std::size_t>(ne), 0);
+/// Whether a graph (CSR) is connected: METIS refuses contiguous parts of a disconnected graph
+/// (and says so on standard error).
+bool connected(idx_t n, const idx_t* xadj, const idx_t* adjncy) {
+  std::vector<char> seen(static_cast<std::size_t>(n), 0);
   std::vector<idx_t> stack{0};
   seen[0] = 1;
   idx_t reached = 1;
@@ -106,14 +112,12 @@ bool dual_connected(idx_t ne, idx_t nn, std::vector<idx_t>& eptr, std::vector<id
       }
     }
   }
-  METIS_Free(xadj);
-  METIS_Free(adjncy);
-  return reached == ne;
+  return reached == n;
 }
 
-/// METIS_PartMeshDual: the part of every cell, and METIS's node parts (-2: a node in no cell's
-/// corner list, such as the mid-edge nodes of second-order cells).
-void metis_parts(const Mesh& mesh, int parts, std::vector<int>& cell_part, std::vector<int>& node_part) {
+/// The part of every cell: METIS_PartGraphKway on the dual graph (cells sharing ncommon corner
+/// vertices), built once (METIS_PartMeshDual would build it again after the connectivity check).
+void metis_parts(const Mesh& mesh, int parts, std::vector<int>& cell_part) {
   const std::int64_t ne = mesh.num_cells();
   const int nv = mesh.cell_info().num_vertices;
   const std::int64_t entries = ne * nv;
@@ -130,23 +134,27 @@ void metis_parts(const Mesh& mesh, int parts, std::vector<int>& cell_part, std::
   eptr.back() = static_cast<idx_t>(entries);
 
   idx_t ne_i = static_cast<idx_t>(ne), nn = mesh.num_nodes(), ncommon = ncommon_of(mesh), nparts = parts;
+  idx_t numflag = 0, ncon = 1;
+  idx_t* xadj = nullptr;
+  idx_t* adjncy = nullptr;
+  int rc = METIS_MeshToDual(&ne_i, &nn, eptr.data(), eind.data(), &ncommon, &numflag, &xadj, &adjncy);
+  if (rc != METIS_OK)
+    throw Error(fmt::format("METIS_MeshToDual failed on {} cells: {} (code {})", ne, metis_status(rc), rc));
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);
-  options[METIS_OPTION_PTYPE] = METIS_PTYPE_KWAY;
   options[METIS_OPTION_OBJTYPE] = METIS_OBJTYPE_CUT;
   options[METIS_OPTION_SEED] = 0;
   options[METIS_OPTION_NUMBERING] = 0;
-  options[METIS_OPTION_CONTIG] = dual_connected(ne_i, nn, eptr, eind, ncommon) ? 1 : 0;
-
-  static_assert(sizeof(idx_t) == sizeof(int), "cell_part and node_part are handed to METIS as idx_t");
+  options[METIS_OPTION_CONTIG] = connected(ne_i, xadj, adjncy) ? 1 : 0;
+  static_assert(sizeof(idx_t) == sizeof(int), "cell_part is handed to METIS as idx_t");
   cell_part.assign(static_cast<std::size_t>(ne), 0);
-  node_part.assign(static_cast<std::size_t>(nn), -2);
   idx_t objval = 0;
-  const int rc = METIS_PartMeshDual(&ne_i, &nn, eptr.data(), eind.data(), nullptr, nullptr, &ncommon, &nparts,
-                                    nullptr, options, &objval, reinterpret_cast<idx_t*>(cell_part.data()),
-                                    reinterpret_cast<idx_t*>(node_part.data()));
+  rc = METIS_PartGraphKway(&ne_i, &ncon, xadj, adjncy, nullptr, nullptr, nullptr, &nparts, nullptr, nullptr, options,
+                           &objval, reinterpret_cast<idx_t*>(cell_part.data()));
+  METIS_Free(xadj);
+  METIS_Free(adjncy);
   if (rc != METIS_OK)
-    throw Error(fmt::format("METIS_PartMeshDual failed on {} cells into {} parts: {} (code {})", ne, parts,
+    throw Error(fmt::format("METIS_PartGraphKway failed on {} cells into {} parts: {} (code {})", ne, parts,
                             metis_status(rc), rc));
 }
 #endif
@@ -160,7 +168,6 @@ Partition partition(const Mesh& mesh, int parts) {
               "partition: {} parts of a mesh of {} cells: at most one part per cell", parts, nc);
   Partition p;
   p.parts = parts;
-  std::vector<int> suggested;
   if (parts == 1) {
     p.cell_part.assign(static_cast<std::size_t>(nc), 0);
   } else if (parts == nc) {
@@ -168,12 +175,12 @@ Partition partition(const Mesh& mesh, int parts) {
     std::iota(p.cell_part.begin(), p.cell_part.end(), 0);
   } else {
 #ifdef FEM_HAVE_METIS
-    metis_parts(mesh, parts, p.cell_part, suggested);
+    metis_parts(mesh, parts, p.cell_part);
 #else
     throw NotCompiled("METIS", fmt::format("partitioning a mesh into {} parts", parts));
 #endif
   }
-  p.node_owner = owners(mesh, p.cell_part, suggested);
+  p.node_owner = owners(mesh, p.cell_part, parts);
   return p;
 }
 

@@ -21,11 +21,12 @@ struct Partition {
                                 ///< node; -1 for nodes no cell references
 };
 
-/// METIS_PartMeshDual on the cells' corner vertices (ncommon = 1 for line cells, 2 for tri/quad, 3 for tet,
-/// 4 for hex), with deterministic options (METIS_OPTION_SEED = 0, contiguous parts where METIS can: when the
-/// dual graph is connected). Node owners: METIS's npart when that part touches the node, else the lowest part
-/// that touches it; nodes that are not vertices (mid-edge nodes of second-order meshes) get the lowest part
-/// touching them.
+/// METIS_PartGraphKway on the dual graph of the cells (cells sharing ncommon corner vertices: 1 for line
+/// cells, 2 for tri/quad, 3 for tet, 4 for hex; what METIS_PartMeshDual does, with the graph built once),
+/// with deterministic options (METIS_OPTION_SEED = 0, contiguous parts where METIS can: when the dual graph
+/// is connected). Node owners: a node the cells of one part touch belongs to it; an interface node (every
+/// node, vertex or mid-edge) goes to the touching part that owns the fewest nodes so far, in node order, ties
+/// to the lowest part, so owned nodes balance like the cells.
 ///
 /// parts == 1, and parts == num_cells (one cell per part), are handled without METIS. parts < 1, or
 /// parts > 1 on a mesh with fewer cells than parts: InvalidArgument naming both numbers. A mesh whose
