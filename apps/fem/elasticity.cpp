@@ -109,13 +109,13 @@ void run_elasticity(const ElasticityOptions& o) {
   const auto pattern = assembler->pattern();
   std::vector<double> values(pattern->nnz(), 0.0);
   std::vector<double> b(V.num_dofs(), 0.0);
-  auto local_bc = parallel::local([&] {
+  system.check_tags(tractions);
+  parallel::local([&] {
     matrices.matrix_into(material, values);
     if (body_force) assembler->vector_into(assembly::VectorSource{*body_force}, b);
     for (const auto& n : tractions) assembler->vector_into(n, b);
-    return assembly::dirichlet_values(V, dirichlet);
   });
-  const auto bc = system.constraints(std::move(local_bc));
+  const auto bc = system.dirichlet_values(dirichlet);
   assembly::apply_dirichlet(bc, *pattern, values, b);
   // The constraints are checked against the rigid motions (not against which options were
   // given): free ones with balanced loads are solved orthogonal to them, else an error naming them.
@@ -172,6 +172,7 @@ void run_elasticity(const ElasticityOptions& o) {
     t.write = w.seconds();
   }
 
+  parallel::local([&] {  // rank 0 writes: its failure is every rank's
   if (!c.json.empty()) {
     nlohmann::json j = system.run_json("elasticity", c, store, mesh_key, t);
     if (dim == 2) j["plane"] = plane_stress ? "stress" : "strain";
@@ -183,6 +184,7 @@ void run_elasticity(const ElasticityOptions& o) {
     if (!c.output.empty()) j["output"] = c.output;
     write_json(c.json, j);
   }
+  });
   if (!c.show_text()) return;
   std::FILE* out = c.text();
   const auto whole = parallel::whole_mesh(store, mesh_key);

@@ -37,9 +37,10 @@ std::filesystem::path pvd_path(const std::string& output) {
   std::error_code ec;
   if (ext != ".pvd") {
     if (!ext.empty() && !std::filesystem::is_directory(p, ec))
-      throw Error(fmt::format("--output '{}': heat writes a time series: give FILE.pvd, or a folder (FOLDER/heat.pvd "
-                              "with its frames)",
-                              output));
+      throw Error(
+          fmt::format("--output '{}': heat writes a time series: give FILE.pvd, or a folder (FOLDER/heat.pvd "
+                      "with its frames)",
+                      output));
     p /= "heat.pvd";
   }
   prepare_output("--output", p.string(), ".pvd", "a time series");
@@ -48,10 +49,12 @@ std::filesystem::path pvd_path(const std::string& output) {
 
 void run_heat(const HeatOptions& o) {
   const CommonOptions c = parallel::for_this_rank(o.common);
-  prepare_outputs(c, "", "");
-  const std::optional<std::filesystem::path> pvd =
-      c.output.empty() ? std::nullopt : std::optional(pvd_path(c.output));
-  if (!(o.dt > 0) || !std::isfinite(o.dt)) throw Error(fmt::format("--dt {}: must be a positive time step", o.dt));
+  const auto pvd = parallel::local([&]() -> std::optional<std::filesystem::path> {
+    prepare_outputs(c, "", "");
+    return c.output.empty() ? std::nullopt : std::optional(pvd_path(c.output));
+  });
+  if (!(o.dt > 0) || !std::isfinite(o.dt))
+    throw Error(fmt::format("--dt {}: must be a positive time step", o.dt));
   if (o.steps < 1) throw Error(fmt::format("--steps {}: must be at least 1", o.steps));
   apply_threads(c);
   Store& store = fem::store();
@@ -86,18 +89,18 @@ void run_heat(const HeatOptions& o) {
   std::vector<double> fixed(n, 0.0);  // dt · (Neumann fluxes; the source too when it does not use t)
   const bool source_uses_t = source && source->uses_time();
   std::vector<double> u;
-  auto local_bc = parallel::local([&] {
+  system.check_tags(neumann);
+  parallel::local([&] {
     matrices.matrix_into(assembly::Mass{}, mass);
     matrices.matrix_into(assembly::Diffusion{k}, values);
     for (const auto& nm : neumann) assembler->vector_into(nm, fixed);
     if (source && !source_uses_t) assembler->vector_into(assembly::Source{source->function()}, fixed);
     u = assembly::interpolate(V, initial->function());
-    return assembly::dirichlet_values(V, dirichlet);
   });
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = mass[i] + o.dt * values[i];
   for (double& v : fixed) v *= o.dt;
   const CsrMatrix M(pattern, std::move(mass));
-  const auto bc = system.constraints(std::move(local_bc));
+  const auto bc = system.dirichlet_values(dirichlet);
   std::vector<double> lift(n, 0.0);
   assembly::apply_dirichlet(bc, *pattern, values, lift);
   system.publish(store, "heat/A", *assembler, std::move(values), lift, bc, "heat", /*may_be_singular=*/false);
@@ -149,8 +152,8 @@ void run_heat(const HeatOptions& o) {
     if (step % every == 0 || step == o.steps) write_frame(time);
     if (progress) {
       const int width = 40, done = step * width / o.steps;
-      fmt::print(stderr, "\r[{}{}] step {}/{}  t = {:.4g}", std::string(done, '#'), std::string(width - done, ' '),
-                 step, o.steps, time);
+      fmt::print(stderr, "\r[{}{}] step {}/{}  t = {:.4g}", std::string(done, '#'),
+                 std::string(width - done, ' '), step, o.steps, time);
       if (step == o.steps) fmt::print(stderr, "\n");
     }
   }
@@ -164,28 +167,31 @@ void run_heat(const HeatOptions& o) {
   const auto range = system.range(u);
   const std::int64_t factorizations = store.counter("solve.factorizations"),
                      cache_hits = store.counter("solve.cache_hits");
-  if (!c.json.empty()) {
-    nlohmann::json j = system.run_json("heat", c, store, mesh_key, t);
-    j["time"] = {{"dt", o.dt}, {"steps", o.steps}, {"final", o.steps * o.dt}};
-    j["solution"] = range;
-    add_solve_json(j, info);
-    if (exact) j["error"] = error_json(err);
-    if (series) {
-      j["output"] = series->path().string();
-      j["frames"] = series->frames();
+  parallel::local([&] {  // rank 0 writes: its failure is every rank's
+    if (!c.json.empty()) {
+      nlohmann::json j = system.run_json("heat", c, store, mesh_key, t);
+      j["time"] = {{"dt", o.dt}, {"steps", o.steps}, {"final", o.steps * o.dt}};
+      j["solution"] = range;
+      add_solve_json(j, info);
+      if (exact) j["error"] = error_json(err);
+      if (series) {
+        j["output"] = series->path().string();
+        j["frames"] = series->frames();
+      }
+      write_json(c.json, j);
     }
-    write_json(c.json, j);
-  }
+  });
   if (!c.show_text()) return;
   std::FILE* out = c.text();
   const auto whole = parallel::whole_mesh(store, mesh_key);
-  fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", whole->source(), whole->num_nodes(), whole->num_cells(),
-             whole->cell_info().name);
-  fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), system.dofs(), system.constrained());
+  fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", whole->source(), whole->num_nodes(),
+             whole->num_cells(), whole->cell_info().name);
+  fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), system.dofs(),
+             system.constrained());
   fmt::print(out, "time        {} steps of {} to t = {}\n", o.steps, o.dt, o.steps * o.dt);
   system.print_solver(out);
-  fmt::print(out, "factorize   {:.4f} s once; {} solves {:.4f} s in all ({:.2e} s each)\n", t.factorize, o.steps,
-             t.solve, t.solve / o.steps);
+  fmt::print(out, "factorize   {:.4f} s once; {} solves {:.4f} s in all ({:.2e} s each)\n", t.factorize,
+             o.steps, t.solve, t.solve / o.steps);
   fmt::print(out, "store       solve.factorizations={} solve.cache_hits={}\n", factorizations, cache_hits);
   const auto& r = range;
   fmt::print(out, "solution    at t = {}: min {:.6g}, max {:.6g}\n", o.steps * o.dt, r["min"].get<double>(),
@@ -198,7 +204,8 @@ void run_heat(const HeatOptions& o) {
 }  // namespace
 
 void add_heat(CLI::App& app) {
-  auto* cmd = app.add_subcommand("heat", "backward Euler for u_t - div(k grad u) = f: one factorization, N solves");
+  auto* cmd =
+      app.add_subcommand("heat", "backward Euler for u_t - div(k grad u) = f: one factorization, N solves");
   auto o = std::make_shared<HeatOptions>();
   add_common_options(*cmd, o->common);
   cmd->add_option("--dt", o->dt, "time step")->required()->check(positive_number());
@@ -213,8 +220,9 @@ void add_heat(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--neumann", o->neumann, "k du/dn = EXPR on facets, evaluated at t = 0: TAG=EXPR")
       ->allow_extra_args(false);
-  cmd->add_option("--output", o->common.output,
-                  "write a time series: FILE.pvd, or a folder (FOLDER/heat.pvd), with FILE_NNNNNN.vtu frames");
+  cmd->add_option(
+      "--output", o->common.output,
+      "write a time series: FILE.pvd, or a folder (FOLDER/heat.pvd), with FILE_NNNNNN.vtu frames");
   cmd->add_option("--exact", o->exact,
                   "exact solution in x, y, z and t: print its L2 and H1-seminorm errors at the final time");
   cmd->add_option("--every", o->every, "write a frame every K steps (default: about 10 frames)")

@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     parallel::start(argc, argv);  // MPI + PETSc when run distributed (mpirun, --solver mumps|gamg|hypre)
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = parallel::root() ? app.exit(e) : 1;
+    const int code = parallel::root() ? app.exit(e) : e.get_exit_code();  // --help: 0 on every rank
     parallel::stop();
     return code;
   } catch (const fem::app::ExitCode& e) {

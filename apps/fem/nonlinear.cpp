@@ -52,7 +52,8 @@ void run_nonlinear(const NonlinearOptions& o) {
   const auto dirichlet = parallel::local([&] {
     if (!o.source.empty()) source.emplace("--source", o.source, mesh->gdim());
     if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh->gdim());
-    return dirichlet_conditions(*mesh, o.dirichlet.empty() ? std::vector<std::string>{"all=0"} : o.dirichlet, keep);
+    return dirichlet_conditions(*mesh, o.dirichlet.empty() ? std::vector<std::string>{"all=0"} : o.dirichlet,
+                                keep);
   });
 
   Stopwatch w;
@@ -64,14 +65,15 @@ void run_nonlinear(const NonlinearOptions& o) {
   t.connectivity = w.seconds();
 
   w = Stopwatch();
-  const auto bc = system.constraints(parallel::local([&] { return assembly::dirichlet_values(V, dirichlet); }));
+  const auto bc = system.dirichlet_values(dirichlet);
   std::vector<double> u(V.num_dofs(), 0.0);
   assembly::set_dirichlet(bc, u);
   t.assemble = w.seconds();
 
   auto form_at = [&](double lambda) {
     if (o.problem == "bratu") return assembly::bratu(lambda);
-    const assembly::Function f = source ? source->function() : assembly::Function([](const double*) { return 0.0; });
+    const assembly::Function f =
+        source ? source->function() : assembly::Function([](const double*) { return 0.0; });
     return assembly::quasilinear([](double v) { return 1.0 + v * v; }, [](double v) { return 2.0 * v; }, f);
   };
   auto problem_at = [&](double lambda) {
@@ -99,7 +101,8 @@ void run_nonlinear(const NonlinearOptions& o) {
   nopts.atol = o.atol;
   nopts.rtol = o.rtol;
   nopts.max_iterations = o.max_iterations;
-  nopts.line_search = o.line_search == "backtracking" ? newton::LineSearch::backtracking : newton::LineSearch::none;
+  nopts.line_search =
+      o.line_search == "backtracking" ? newton::LineSearch::backtracking : newton::LineSearch::none;
   if (o.lag > 1) nopts.lagging = newton::Lagging::fixed(o.lag, o.anderson);
   if (!system.distributed()) nopts.linear = solve_options(c);
   std::FILE* out = c.text();
@@ -164,41 +167,43 @@ void run_nonlinear(const NonlinearOptions& o) {
     t.write = w.seconds();
   }
 
-  if (!c.json.empty()) {
-    nlohmann::json j;
-    j["command"] = "nonlinear";
-    j["device"] = c.device;
-    j["problem"] = o.problem;
-    j["mesh"] = mesh_json(*parallel::whole_mesh(store, mesh_key));
-    j["order"] = c.order;
-    j["dofs"] = system.dofs();
-    j["ranks"] = parallel::size();
-    if (system.distributed()) j["solver"] = system.solver_json();
-    j["timings"] = timings_json(t);
-    j["cache"] = cache_json(store);
-    j["solution"] = range;
-    j["newton"] = {{"iterations", result.iterations},
-                   {"converged", converged},
-                   {"reason", reason},
-                   {"jacobian_refreshes", result.jacobian_refreshes},
-                   {"initial_residual_norm", result.initial_residual_norm},
-                   {"residual_norm", result.residual_norm},
-                   {"seconds", newton_seconds},
-                   {"timings",
-                    {{"residual", phases.residual},
-                     {"jacobian", phases.jacobian},
-                     {"factorization", phases.factorization},
-                     {"solve", phases.solve}}}};
-    if (o.problem == "bratu") j["lambda"] = o.lambda;
-    if (cont)
-      j["continuation"] = {{"last_lambda", cont->last_parameter},
-                           {"reached_end", cont->reached_end},
-                           {"parameters", cont->parameters},
-                           {"failures", cont->failures}};
-    if (exact) j["error"] = error_json(err);
-    if (write_output) j["output"] = c.output;
-    write_json(c.json, j);
-  }
+  parallel::local([&] {  // rank 0 writes: its failure is every rank's
+    if (!c.json.empty()) {
+      nlohmann::json j;
+      j["command"] = "nonlinear";
+      j["device"] = c.device;
+      j["problem"] = o.problem;
+      j["mesh"] = mesh_json(*parallel::whole_mesh(store, mesh_key));
+      j["order"] = c.order;
+      j["dofs"] = system.dofs();
+      j["ranks"] = parallel::size();
+      if (system.distributed()) j["solver"] = system.solver_json();
+      j["timings"] = timings_json(t);
+      j["cache"] = cache_json(store);
+      j["solution"] = range;
+      j["newton"] = {{"iterations", result.iterations},
+                     {"converged", converged},
+                     {"reason", reason},
+                     {"jacobian_refreshes", result.jacobian_refreshes},
+                     {"initial_residual_norm", result.initial_residual_norm},
+                     {"residual_norm", result.residual_norm},
+                     {"seconds", newton_seconds},
+                     {"timings",
+                      {{"residual", phases.residual},
+                       {"jacobian", phases.jacobian},
+                       {"factorization", phases.factorization},
+                       {"solve", phases.solve}}}};
+      if (o.problem == "bratu") j["lambda"] = o.lambda;
+      if (cont)
+        j["continuation"] = {{"last_lambda", cont->last_parameter},
+                             {"reached_end", cont->reached_end},
+                             {"parameters", cont->parameters},
+                             {"failures", cont->failures}};
+      if (exact) j["error"] = error_json(err);
+      if (write_output) j["output"] = c.output;
+      write_json(c.json, j);
+    }
+  });
   if (c.show_text()) {
     const auto whole = parallel::whole_mesh(store, mesh_key);
     fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", whole->source(), whole->num_nodes(),
@@ -207,7 +212,8 @@ void run_nonlinear(const NonlinearOptions& o) {
     if (system.distributed()) system.print_solver(out);
     fmt::print(out, "newton      {} after {} iterations, {} Jacobian refreshes, |F| = {:.3e}\n", reason,
                result.iterations, result.jacobian_refreshes, result.residual_norm);
-    fmt::print(out, "newton time {:.4f} s: residual {:.4f}, Jacobian {:.4f}, factorize {:.4f}, solve {:.4f}\n",
+    fmt::print(out,
+               "newton time {:.4f} s: residual {:.4f}, Jacobian {:.4f}, factorize {:.4f}, solve {:.4f}\n",
                newton_seconds, phases.residual, phases.jacobian, phases.factorization, phases.solve);
     if (cont)
       fmt::print(out, "lambda      last converged {} of {} ({} steps, {} failures)\n", cont->last_parameter,
@@ -216,12 +222,14 @@ void run_nonlinear(const NonlinearOptions& o) {
     fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", r["min"].get<double>(), r["max"].get<double>());
     if (exact) print_errors(out, err);
     if (write_output) fmt::print(out, "output      {}\n", c.output);
-    if (!c.output.empty() && !converged) fmt::print(out, "output      none written: Newton did not converge\n");
+    if (!c.output.empty() && !converged)
+      fmt::print(out, "output      none written: Newton did not converge\n");
     print_timings(out, t, store);
   }
   if (!converged) {
-    std::fprintf(stderr, "fem: nonlinear: not converged: %s after %d iterations\n", reason.c_str(),
-                 result.iterations);
+    if (parallel::root())
+      std::fprintf(stderr, "fem: nonlinear: not converged: %s after %d iterations\n", reason.c_str(),
+                   result.iterations);
     throw ExitCode{3};
   }
 }
@@ -240,9 +248,11 @@ void add_nonlinear(CLI::App& app) {
   cmd->add_option("--dirichlet", o->dirichlet, "u = EXPR on facets: TAG=EXPR (default all=0)")
       ->allow_extra_args(false);
   cmd->add_option("--exact", o->exact, "exact solution: print its L2 and H1 errors");
-  cmd->add_option("--lag", o->lag, "refresh the Jacobian every K iterations (1: full Newton)")->check(at_least(1));
-  cmd->add_option("--anderson", o->anderson,
-                  "Anderson-accelerate the steps that reuse a Jacobian, over the last M of them (0: chord steps)")
+  cmd->add_option("--lag", o->lag, "refresh the Jacobian every K iterations (1: full Newton)")
+      ->check(at_least(1));
+  cmd->add_option(
+         "--anderson", o->anderson,
+         "Anderson-accelerate the steps that reuse a Jacobian, over the last M of them (0: chord steps)")
       ->check(between(0, 16));
   cmd->add_option("--line-search", o->line_search, "none or backtracking (Armijo)")
       ->check(CLI::IsMember({"none", "backtracking"}));

@@ -210,11 +210,25 @@ LinearSystem::LinearSystem(const CommonOptions& c, const assembly::FunctionSpace
 
 LinearSystem::~LinearSystem() = default;
 
-assembly::DirichletValues LinearSystem::constraints(assembly::DirichletValues local) const {
+assembly::DirichletValues LinearSystem::dirichlet_values(
+    const std::vector<assembly::Dirichlet>& conditions) const {
 #if FEM_APP_HAS_DIST
-  if (distributed_) return dist_->map->synchronize(local);
+  if (distributed_) return dist::dirichlet_values(*dist_->map, *V_, conditions);
 #endif
-  return local;
+  return assembly::dirichlet_values(*V_, conditions);
+}
+
+void LinearSystem::check_tags(const std::vector<assembly::Neumann>& conditions) const {
+#if FEM_APP_HAS_DIST
+  if (distributed_) {
+    const auto d = dist::distribution(V_->mesh_key(), *V_->store());
+    parallel::local([&] {
+      for (const auto& n : conditions) dist::check_facet_tags(*d, n.tags, V_->mesh().source());
+    });
+  }
+#else
+  (void)conditions;
+#endif
 }
 
 LinearSolveInfo LinearSystem::publish(Store& store, const std::string& key,

@@ -94,8 +94,12 @@ class LinearSystem {
   LinearSystem(const CommonOptions& c, const assembly::FunctionSpace& V, bool spd);
   ~LinearSystem();
 
-  /// The Dirichlet values, the same on every rank that has the DOF (distributed).
-  assembly::DirichletValues constraints(assembly::DirichletValues local) const;
+  /// The Dirichlet values of `conditions` (assembly::dirichlet_values; distributed: the same on
+  /// every rank that has the DOF, tags checked against the whole mesh, failures agreed).
+  assembly::DirichletValues dirichlet_values(const std::vector<assembly::Dirichlet>& conditions) const;
+  /// Distributed: the facet tags of Neumann conditions checked against the whole mesh (a part
+  /// may lack them); serially the assembly checks them.
+  void check_tags(const std::vector<assembly::Neumann>& conditions) const;
   /// Publishes the matrix (serial: publish_system, with its null space checks; distributed: a
   /// Dirichlet condition is required, a singular problem runs on one process). A matrix that
   /// cannot be singular (M + dt K) is published as it is (`may_be_singular` false).

@@ -53,13 +53,13 @@ void run_poisson(const PoissonOptions& o) {
   const auto pattern = assembler->pattern();
   std::vector<double> values(pattern->nnz(), 0.0);
   std::vector<double> b(V.num_dofs(), 0.0);
-  auto local_bc = parallel::local([&] {
+  system.check_tags(neumann);
+  parallel::local([&] {
     matrices.matrix_into(assembly::Diffusion{k}, values);
     if (source) assembler->vector_into(assembly::Source{source->function()}, b);
     for (const auto& n : neumann) assembler->vector_into(n, b);
-    return assembly::dirichlet_values(V, dirichlet);
   });
-  const auto bc = system.constraints(std::move(local_bc));
+  const auto bc = system.dirichlet_values(dirichlet);
   assembly::apply_dirichlet(bc, *pattern, values, b);
   // Without a Dirichlet condition the constants are free: data checked, solution of zero mean.
   LinearSolveInfo info = parallel::local(
@@ -94,23 +94,27 @@ void run_poisson(const PoissonOptions& o) {
   }
 
   const auto range = system.range(u);
-  if (!c.json.empty()) {
-    nlohmann::json j = system.run_json("poisson", c, store, mesh_key, t);
-    j["solution"] = range;
-    add_solve_json(j, info);
-    if (exact) j["error"] = error_json(err);
-    if (!c.output.empty()) j["output"] = c.output;
-    write_json(c.json, j);
-  }
+  parallel::local([&] {  // rank 0 writes: its failure is every rank's
+    if (!c.json.empty()) {
+      nlohmann::json j = system.run_json("poisson", c, store, mesh_key, t);
+      j["solution"] = range;
+      add_solve_json(j, info);
+      if (exact) j["error"] = error_json(err);
+      if (!c.output.empty()) j["output"] = c.output;
+      write_json(c.json, j);
+    }
+  });
   if (!c.show_text()) return;
   std::FILE* out = c.text();
   const auto whole = parallel::whole_mesh(store, mesh_key);
-  fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", whole->source(), whole->num_nodes(), whole->num_cells(),
-             whole->cell_info().name);
-  fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), system.dofs(), system.constrained());
+  fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", whole->source(), whole->num_nodes(),
+             whole->num_cells(), whole->cell_info().name);
+  fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), system.dofs(),
+             system.constrained());
   system.print_solver(out);
   print_null_space(out, info);
-  fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", range["min"].get<double>(), range["max"].get<double>());
+  fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", range["min"].get<double>(),
+             range["max"].get<double>());
   if (exact) print_errors(out, err);
   if (!c.output.empty()) fmt::print(out, "output      {}\n", c.output);
   print_timings(out, t, store);
@@ -123,16 +127,17 @@ void add_poisson(CLI::App& app) {
   auto o = std::make_shared<PoissonOptions>();
   add_common_options(*cmd, o->common);
   add_compatibility_option(*cmd, o->common);
-  cmd->add_option("--coefficient", o->coefficients,
-                  "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'; 'all' may be an expression "
-                  "in x, y, z); default 1")
+  cmd->add_option(
+         "--coefficient", o->coefficients,
+         "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'; 'all' may be an expression "
+         "in x, y, z); default 1")
       ->allow_extra_args(false);
   cmd->add_option("--source", o->source, "f as an expression in x, y, z (default 0)");
-  cmd->add_option("--dirichlet", o->dirichlet,
-                  "u = EXPR on facets: TAG=EXPR (TAG: physical name, number, or 'all' for the whole boundary)")
+  cmd->add_option(
+         "--dirichlet", o->dirichlet,
+         "u = EXPR on facets: TAG=EXPR (TAG: physical name, number, or 'all' for the whole boundary)")
       ->allow_extra_args(false);
-  cmd->add_option("--neumann", o->neumann, "k du/dn = EXPR on facets: TAG=EXPR")
-      ->allow_extra_args(false);
+  cmd->add_option("--neumann", o->neumann, "k du/dn = EXPR on facets: TAG=EXPR")->allow_extra_args(false);
   cmd->add_option("--exact", o->exact, "exact solution: print its L2 and H1 errors");
   cmd->add_option("--output", o->common.output,
                   "write the solution to FILE.vtu (point data u; cell data grad_u for P1)");

@@ -409,7 +409,12 @@ void add_compatibility_option(CLI::App& cmd, CommonOptions& o) {
 }
 
 void apply_threads(const CommonOptions& o) {
-  if (o.threads > 0) omp_set_num_threads(o.threads);
+  if (o.threads > 0) {
+    omp_set_num_threads(o.threads);
+  } else if (parallel::size() > 1 && !std::getenv("OMP_NUM_THREADS")) {
+    // Ranks on one machine share its cores: each takes its share, not all of them.
+    omp_set_num_threads(std::max(1, omp_get_num_procs() / parallel::size()));
+  }
 }
 
 solve::Options solve_options(const CommonOptions& o) {
@@ -644,8 +649,10 @@ void prepare_output(const std::string& option, const std::string& path, const st
 }
 
 void prepare_outputs(const CommonOptions& o, const std::string& extension, const std::string& writes) {
-  if (!extension.empty()) prepare_output("--output", o.output, extension, writes);
-  if (!o.json.empty() && o.json != "-") prepare_output_folder("--json", o.json);
+  parallel::local([&] {  // the JSON is rank 0's: a failure there is every rank's
+    if (!extension.empty()) prepare_output("--output", o.output, extension, writes);
+    if (!o.json.empty() && o.json != "-") prepare_output_folder("--json", o.json);
+  });
 }
 
 void require_finite(std::span<const double> values, const std::string& what) {

@@ -1,8 +1,9 @@
 // The phases of a distributed Poisson run, one benchmark each, under mpirun: mesh distribution,
 // connectivity, first assembly (with the load vector and the PETSc matrix's COO preallocation),
-// re-assembly of the matrix (scatter, Dirichlet lifting, MatSetValuesCOO), the load vector, MUMPS factorization, refactorization and solve, CG + GAMG setup and solve
-// to rtol 1e-8. Every rank runs the same fixed iterations (collective calls), the time reported
-// is the slowest rank's, and peak_MB the largest resident set of any rank.
+// re-assembly of the matrix (scatter, Dirichlet lifting, MatSetValuesCOO), the load vector, MUMPS
+// factorization, refactorization and solve, CG + GAMG setup and solve to rtol 1e-8. Every rank runs the same
+// fixed iterations (collective calls), the time reported is the slowest rank's, and peak_MB the largest
+// resident set of any rank.
 //
 //   OMP_NUM_THREADS=1 mpirun -np 1 build/bench/dist/bench_dist --mesh=gen:square-tri3:1024
 //   OMP_NUM_THREADS=1 mpirun -np 2 build/bench/dist/bench_dist --mesh=gen:square-tri3:1024
@@ -65,8 +66,8 @@ void dofs_rate(benchmark::State& state) {
   Case& c = the_case();
   state.counters["dofs"] = c.map ? c.map->global_dofs() : 0;
   if (c.map)
-    state.counters["dofs_per_s"] =
-        benchmark::Counter(static_cast<double>(c.map->global_dofs()), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["dofs_per_s"] = benchmark::Counter(static_cast<double>(c.map->global_dofs()),
+                                                      benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // A new version of the matrix: assemble k = 1 + version/10, lift the conditions into a copy of
@@ -91,7 +92,7 @@ void Distribute(benchmark::State& state) {
   std::shared_ptr<const fem::Mesh> whole;
   if (fem::dist::rank(comm) == 0)
     whole = std::make_shared<const fem::Mesh>(c.spec.rfind("gen:", 0) == 0 ? fem::mesh::generate(c.spec)
-                                                                          : fem::mesh::read(c.spec));
+                                                                           : fem::mesh::read(c.spec));
   timed(state, [&] { c.dist = fem::dist::distribute(comm, whole, "mesh/bench", c.store); });
   state.counters["cells"] = c.dist->global_cells;
 }
@@ -109,8 +110,8 @@ void Connectivity(benchmark::State& state) {
 void FirstAssembly(benchmark::State& state) {
   Case& c = the_case();
   timed(state, [&] {
-    c.bc = c.map->synchronize(fem::assembly::dirichlet_values(
-        *c.V, std::vector{fem::assembly::Dirichlet{fem::assembly::FacetSet::all(), nullptr, -1}}));
+    c.bc = fem::dist::dirichlet_values(
+        *c.map, *c.V, std::vector{fem::assembly::Dirichlet{fem::assembly::FacetSet::all(), nullptr, -1}});
     assemble_load(c);
     assemble_version(c);
     c.A = fem::dist::petsc_matrix(c.store, "A", c.map);
@@ -126,8 +127,9 @@ void Reassembly(benchmark::State& state) {
     c.A = fem::dist::petsc_matrix(c.store, "A", c.map, std::move(c.A));
   });
   dofs_rate(state);
-  state.counters["nnz_per_s"] = benchmark::Counter(static_cast<double>(fem::dist::sum(comm, std::int64_t(c.nnz))),
-                                                   benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["nnz_per_s"] =
+      benchmark::Counter(static_cast<double>(fem::dist::sum(comm, std::int64_t(c.nnz))),
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // The load vector alone (the library's Source form: a function evaluated at quadrature points).
@@ -140,7 +142,9 @@ void LoadVector(benchmark::State& state) {
 void MumpsFactorize(benchmark::State& state) {
   Case& c = the_case();
   c.A.reset();  // the solver takes the matrix over
-  timed(state, [&] { c.mumps = fem::dist::solver(c.store, "A", c.map, {.method = fem::dist::Method::mumps, .spd = true}); });
+  timed(state, [&] {
+    c.mumps = fem::dist::solver(c.store, "A", c.map, {.method = fem::dist::Method::mumps, .spd = true});
+  });
   dofs_rate(state);
 }
 
@@ -152,7 +156,8 @@ void MumpsRefactorize(benchmark::State& state) {
     state.ResumeTiming();
     MPI_Barrier(comm);
     const auto start = Clock::now();
-    c.mumps = fem::dist::solver(c.store, "A", c.map, {.method = fem::dist::Method::mumps, .spd = true}, std::move(c.mumps));
+    c.mumps = fem::dist::solver(c.store, "A", c.map, {.method = fem::dist::Method::mumps, .spd = true},
+                                std::move(c.mumps));
     state.SetIterationTime(fem::dist::max(comm, std::chrono::duration<double>(Clock::now() - start).count()));
   }
   state.counters["peak_MB"] = fem::dist::max(comm, fem::bench::peak_memory_bytes() / 1e6);
@@ -172,8 +177,9 @@ void Matvec(benchmark::State& state) {
   Case& c = the_case();
   std::vector<double> y(c.u.size());
   timed(state, [&] { c.mumps->matrix().multiply(c.u, y); });
-  state.counters["nnz_per_s"] = benchmark::Counter(static_cast<double>(fem::dist::sum(comm, std::int64_t(c.nnz))),
-                                                   benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["nnz_per_s"] =
+      benchmark::Counter(static_cast<double>(fem::dist::sum(comm, std::int64_t(c.nnz))),
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void GamgSetup(benchmark::State& state) {
@@ -181,7 +187,8 @@ void GamgSetup(benchmark::State& state) {
   c.mumps.reset();
   c.store.erase("A#factor/mumps/cholesky");
   timed(state, [&] {
-    c.gamg = fem::dist::solver(c.store, "A", c.map, {.method = fem::dist::Method::gamg, .spd = true, .rtol = 1e-8});
+    c.gamg = fem::dist::solver(c.store, "A", c.map,
+                               {.method = fem::dist::Method::gamg, .spd = true, .rtol = 1e-8});
   });
   dofs_rate(state);
 }
@@ -219,7 +226,10 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   auto reg = [](const char* name, void (*f)(benchmark::State&), int iterations) {
-    benchmark::RegisterBenchmark(name, f)->Iterations(iterations)->UseManualTime()->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(name, f)
+        ->Iterations(iterations)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   };
   reg("distribute", Distribute, 1);
   reg("connectivity", Connectivity, 1);

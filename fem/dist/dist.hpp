@@ -1,6 +1,7 @@
 // libfem_dist: the kernels on many processes (MPI + PETSc). See docs/dist.md.
 #pragma once
 
+#include "fem/dist/boundary.hpp"
 #include "fem/dist/distribute.hpp"
 #include "fem/dist/index_map.hpp"
 #include "fem/dist/matrix.hpp"

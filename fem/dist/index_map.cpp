@@ -185,12 +185,17 @@ void gather_local(Vec ghosted, std::span<const index_t> position, int block, std
 }
 }  // namespace
 
-void IndexMap::accumulate(std::span<double> local) const {
+void IndexMap::accumulate(std::span<double> local) const { combine(local, InsertMode_::add); }
+
+void IndexMap::maximize(std::span<double> local) const { combine(local, InsertMode_::max); }
+
+void IndexMap::combine(std::span<double> local, InsertMode_ mode) const {
   check(local);
   std::lock_guard lock(mutex_);
   scatter_local(ghosted_, position_, block_, local);
-  FEM_PETSC(VecGhostUpdateBegin(ghosted_, ADD_VALUES, SCATTER_REVERSE));
-  FEM_PETSC(VecGhostUpdateEnd(ghosted_, ADD_VALUES, SCATTER_REVERSE));
+  const InsertMode m = mode == InsertMode_::add ? ADD_VALUES : MAX_VALUES;
+  FEM_PETSC(VecGhostUpdateBegin(ghosted_, m, SCATTER_REVERSE));
+  FEM_PETSC(VecGhostUpdateEnd(ghosted_, m, SCATTER_REVERSE));
   FEM_PETSC(VecGhostUpdateBegin(ghosted_, INSERT_VALUES, SCATTER_FORWARD));
   FEM_PETSC(VecGhostUpdateEnd(ghosted_, INSERT_VALUES, SCATTER_FORWARD));
   gather_local(ghosted_, position_, block_, local);
@@ -262,25 +267,11 @@ std::vector<double> IndexMap::gather(std::span<const double> local, int root) co
   return all;  // owned ranges are contiguous and in rank order: this is global DOF order
 }
 
-assembly::DirichletValues IndexMap::synchronize(const assembly::DirichletValues& local) const {
-  std::vector<double> flag(static_cast<std::size_t>(local_dofs()), 0.0), value(flag.size(), 0.0);
-  for (std::size_t k = 0; k < local.dofs.size(); ++k) {
-    flag[local.dofs[k]] = 1;
-    value[local.dofs[k]] = local.values[k];
-  }
-  accumulate(flag);
-  accumulate(value);
-  assembly::DirichletValues out;
-  for (std::size_t i = 0; i < flag.size(); ++i)
-    if (flag[i] > 0) {
-      out.dofs.push_back(static_cast<index_t>(i));
-      out.values.push_back(value[i] / flag[i]);  // ranks that constrain it agree on the value
-    }
-  return out;
-}
-
 std::shared_ptr<const IndexMap> index_map(const assembly::FunctionSpace& V) {
+  FEM_EXPECTS(V.store() != nullptr && !V.mesh_key().empty(),
+              "a distributed index map needs a space on a mesh published by fem::dist::distribute");
   Store& store = *V.store();
+  // Every rank published the mesh with its distribution (a missing one cannot be agreed on).
   const auto dist = distribution(V.mesh_key(), store);
   const std::string key = fmt::format("{}#indexmap/{}", V.mesh_key(), V.name());
   register_collective(store, key);  // holds a PETSc vector

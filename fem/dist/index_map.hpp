@@ -23,6 +23,9 @@
 
 namespace fem::dist {
 
+/// How ghost contributions combine (PETSc's ADD_VALUES, MAX_VALUES), without petsc.h here.
+enum class InsertMode_ { add, max };
+
 /// Which form a local vector is in (see the file comment).
 enum class Sums { partial, consistent };
 
@@ -62,6 +65,8 @@ class IndexMap {
   /// partial → consistent: the contributions of every rank summed into the owner, then copied
   /// to every rank that has the DOF.
   void accumulate(std::span<double> local) const;
+  /// Every entry replaced by the maximum over the ranks that have the DOF.
+  void maximize(std::span<double> local) const;
   /// A new PETSc vector of this layout (owned_dofs() entries here, global_dofs() in all);
   /// the caller destroys it (VecDestroy).
   Vec create_vector() const;
@@ -74,15 +79,11 @@ class IndexMap {
   /// The whole vector on `root` in global DOF order (empty elsewhere), from consistent values.
   std::vector<double> gather(std::span<const double> local, int root = 0) const;
 
-  /// Dirichlet conditions made the same on every rank that has the DOF: a rank that has a
-  /// constrained DOF without the facet that constrains it (an interface node of a neighbour's
-  /// boundary facet) learns it here.
-  assembly::DirichletValues synchronize(const assembly::DirichletValues& local) const;
-
   std::size_t bytes() const noexcept;
 
  private:
   void check(std::span<const double> local) const;
+  void combine(std::span<double> local, InsertMode_ mode) const;
   MPI_Comm comm_;
   int block_ = 1;
   index_t owned_ = 0, first_ = 0, global_nodes_ = 0;

@@ -40,12 +40,33 @@ void PetscMatrix::refill(const CsrMatrix& A) {
 
 void PetscMatrix::multiply(std::span<const double> x, std::span<double> y) const {
   const IndexMap& m = *map_;
+  collective(m.comm(), [&] {
+    FEM_EXPECTS(x.size() == y.size() && x.size() == static_cast<std::size_t>(m.local_dofs()),
+                "distributed y = A x: vectors of {} and {} entries, the space has {} local DOFs", x.size(),
+                y.size(), m.local_dofs());
+  });
   Vec gx = m.create_vector(), gy = m.create_vector();
   m.to_petsc(x, Sums::consistent, gx);
   FEM_PETSC(MatMult(mat_, gx, gy));
   m.from_petsc(gy, y);
   VecDestroy(&gx);
   VecDestroy(&gy);
+}
+
+Versioned<CsrMatrix> collective_input(MPI_Comm comm, const Store& store, const std::string& key,
+                                      const IndexMap& map) {
+  return collective(comm, [&] {
+    const auto A = store.get_versioned<CsrMatrix>(key);
+    FEM_EXPECTS(
+        !store.info(key).evictable,
+        "'{}' is a cache entry: a distributed matrix must not be evicted by one rank alone; publish it "
+        "as user data",
+        key);
+    FEM_EXPECTS(A.value->rows() == map.local_dofs() && A.value->cols() == map.local_dofs(),
+                "distributed matrix '{}': {} x {} here, the space has {} local DOFs", key, A.value->rows(),
+                A.value->cols(), map.local_dofs());
+    return A;
+  });
 }
 
 std::size_t PetscMatrix::bytes() const noexcept {
@@ -58,7 +79,7 @@ std::shared_ptr<const PetscMatrix> petsc_matrix(Store& store, const std::string&
                                                 std::shared_ptr<const IndexMap> map,
                                                 std::shared_ptr<const PetscMatrix> retired) {
   const MPI_Comm comm = map->comm();
-  const auto A = store.get_versioned<CsrMatrix>(key);
+  const auto A = collective_input(comm, store, key, *map);
   const std::string entry = key + "#petsc";
   register_collective(store, entry);
   return collective_get_or_compute<PetscMatrix>(comm, store, entry, {{key, A.version}}, [&] {

@@ -53,6 +53,11 @@ std::shared_ptr<const PetscMatrix> petsc_matrix(Store& store, const std::string&
                                                 std::shared_ptr<const IndexMap> map,
                                                 std::shared_ptr<const PetscMatrix> retired = nullptr);
 
+/// Collective: the CsrMatrix under `key` with its version, agreed: absent on one rank, a cache
+/// entry (one rank could evict it), or of the wrong size is an error on every rank.
+Versioned<CsrMatrix> collective_input(MPI_Comm comm, const Store& store, const std::string& key,
+                                      const IndexMap& map);
+
 }  // namespace fem::dist
 
 FEM_TYPE_NAME(fem::dist::PetscMatrix, "fem::dist::PetscMatrix");

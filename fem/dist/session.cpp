@@ -7,6 +7,7 @@
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "fem/dist/detail/petsc.hpp"
 
@@ -14,6 +15,26 @@ namespace fem::dist {
 namespace {
 
 std::atomic<int> live_sessions{0};
+// What the first Session started (and the last one finishes): never what the caller started.
+bool petsc_started_here = false, mpi_started_here = false;
+// The thread that called MPI_Init_thread: the only one that may call PETSc (MPI_THREAD_FUNNELED).
+std::thread::id main_thread;
+
+// PETSc objects released on another thread (the last holder of a store value was a worker):
+// handed to PETSc's garbage list on the main thread, at the next collect_garbage().
+std::mutex pending_mutex;
+std::vector<PetscObject>& pending() {
+  static auto* objects = new std::vector<PetscObject>();  // never destroyed
+  return *objects;
+}
+void drain_pending() {
+  std::vector<PetscObject> objects;
+  {
+    std::lock_guard lock(pending_mutex);
+    objects.swap(pending());
+  }
+  for (PetscObject& o : objects) PetscObjectDelayedDestroy(&o);
+}
 
 // Store entries to erase before PetscFinalize (their values hold PETSc objects).
 std::mutex collective_mutex;
@@ -39,10 +60,19 @@ void delayed_destroy(PetscObject* object) noexcept {
   PetscInitialized(&initialized);
   PetscFinalized(&finalized);
   if (!initialized || finalized) return;  // outlived the Session: nothing can be freed any more
+  if (std::this_thread::get_id() != main_thread) {
+    std::lock_guard lock(pending_mutex);
+    pending().push_back(*object);
+    *object = nullptr;
+    return;
+  }
   PetscObjectDelayedDestroy(object);
 }
 
-void collect_garbage(MPI_Comm comm) { FEM_PETSC(PetscGarbageCleanup(comm)); }
+void collect_garbage(MPI_Comm comm) {
+  drain_pending();
+  FEM_PETSC(PetscGarbageCleanup(comm));
+}
 
 std::vector<std::vector<char>> exchange_bytes(MPI_Comm comm, const std::vector<std::vector<char>>& send,
                                               std::size_t item_size) {
@@ -76,24 +106,32 @@ std::vector<std::vector<char>> exchange_bytes(MPI_Comm comm, const std::vector<s
 }  // namespace detail
 
 Session::Session(int& argc, char**& argv) {
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-    finalize_mpi_ = true;
-  }
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
   if (live_sessions.fetch_add(1) == 0) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+      mpi_started_here = true;
+      if (provided < MPI_THREAD_FUNNELED) {
+        live_sessions.fetch_sub(1);
+        throw Error("MPI provides no MPI_THREAD_FUNNELED: the assembly's threads need it");
+      }
+    }
+    main_thread = std::this_thread::get_id();
     PetscBool petsc = PETSC_FALSE;
     PetscInitialized(&petsc);
-    if (!petsc) FEM_PETSC(PetscInitialize(&argc, &argv, nullptr, nullptr));
+    if (!petsc) {
+      FEM_PETSC(PetscInitialize(&argc, &argv, nullptr, nullptr));
+      petsc_started_here = true;
+    }
     // Errors come back as codes and become fem::Error; PETSc prints nothing itself.
     PetscPushErrorHandler(PetscReturnErrorHandler, nullptr);
     // Event counts (MatLUFactorNum, PCSetUp, ...) back the reuse counters.
     PetscLogDefaultBegin();
   }
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
 }
 
 Session::~Session() {
@@ -103,10 +141,11 @@ Session::~Session() {
     for (const auto& [store, key] : collective_entries()) store->erase(key);
     collective_entries().clear();
   }
+  drain_pending();
   PetscGarbageCleanup(PETSC_COMM_WORLD);
   PetscPopErrorHandler();
-  PetscFinalize();
-  if (finalize_mpi_) {
+  if (petsc_started_here) PetscFinalize();
+  if (mpi_started_here) {
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Finalize();

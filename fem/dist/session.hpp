@@ -26,10 +26,11 @@
 namespace fem::dist {
 
 /// MPI (thread level FUNNELED: OpenMP threads inside a rank, MPI from the main thread) and PETSc,
-/// initialized by the first Session and finalized by its destructor. MPI initialized by the
-/// caller before is left to the caller to finalize. Before PetscFinalize the destructor erases
-/// every collective store entry (PETSc matrices, factorizations, preconditioners: their release
-/// is collective) and destroys what they held on every process together.
+/// initialized by the first Session and finalized when the last one ends. MPI or PETSc that the
+/// caller initialized before are left to the caller to finalize. PETSc objects that a worker
+/// thread releases (the last holder of a store value) are destroyed on the main thread. Before PetscFinalize
+/// the destructor erases every collective store entry (PETSc matrices, factorizations, preconditioners: their
+/// release is collective) and destroys what they held on every process together.
 class Session {
  public:
   Session(int& argc, char**& argv);
@@ -45,7 +46,6 @@ class Session {
 
  private:
   int rank_ = 0, size_ = 1;
-  bool finalize_mpi_ = false;
 };
 
 int rank(MPI_Comm comm);

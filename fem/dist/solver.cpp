@@ -60,12 +60,15 @@ Solver::Solver(std::shared_ptr<const PetscMatrix> A, const SolverOptions& option
   Mat mat = A_->mat();
   FEM_PETSC(KSPCreate(comm, &ksp_));
   FEM_PETSC(KSPSetOperators(ksp_, mat, mat));
+  if (options_.spd) {  // kept through refills (MatSetValuesCOO would clear a plain MAT_SPD)
+    FEM_PETSC(MatSetOption(mat, MAT_SPD, PETSC_TRUE));
+    FEM_PETSC(MatSetOption(mat, MAT_SPD_ETERNAL, PETSC_TRUE));
+  }
   PC pc;
   FEM_PETSC(KSPGetPC(ksp_, &pc));
   FEM_PETSC(KSPSetType(ksp_, !krylov() ? KSPPREONLY : options_.spd ? KSPCG : KSPGMRES));
   switch (options_.method) {
     case Method::mumps:
-      if (options_.spd) FEM_PETSC(MatSetOption(mat, MAT_SPD, PETSC_TRUE));
       FEM_PETSC(PCSetType(pc, options_.spd ? PCCHOLESKY : PCLU));
       FEM_PETSC(PCFactorSetMatSolverType(pc, MATSOLVERMUMPS));
       break;
@@ -137,6 +140,11 @@ DistSolveReport Solver::solve_transpose(std::span<const double> b, Sums form, st
 
 DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<double> x, bool transpose) const {
   const IndexMap& map = A_->map();
+  collective(map.comm(), [&] {
+    FEM_EXPECTS(b.size() == x.size() && b.size() == static_cast<std::size_t>(map.local_dofs()),
+                "'{}': solve with vectors of {} and {} entries, the space has {} local DOFs", key_, b.size(),
+                x.size(), map.local_dofs());
+  });
   // Work vectors made once per solver (solves are main-thread and collective).
   if (!b_) b_ = map.create_vector(), x_ = map.create_vector(), r_ = map.create_vector();
   Vec gb = b_, gx = x_, r = r_;
@@ -154,6 +162,23 @@ DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<doub
     PetscInt its = 0;
     FEM_PETSC(KSPGetIterationNumber(ksp_, &its));
     report.iterations = krylov() ? static_cast<int>(its) : 0;  // preonly counts its one application
+    if (reason < 0 && reused_) {
+      // The lagged preconditioner no longer serves this version: rebuild it and solve again.
+      FEM_PETSC(KSPSetReusePreconditioner(ksp_, PETSC_FALSE));
+      FEM_PETSC(KSPSetUp(ksp_));
+      reused_ = false;
+      baseline_ = -1;
+      refresh_next_ = false;
+      FEM_PETSC(VecSet(gx, 0.0));
+      if (transpose)
+        FEM_PETSC(KSPSolveTranspose(ksp_, gb, gx));
+      else
+        FEM_PETSC(KSPSolve(ksp_, gb, gx));
+      FEM_PETSC(KSPGetConvergedReason(ksp_, &reason));
+      FEM_PETSC(KSPGetIterationNumber(ksp_, &its));
+      report.iterations = static_cast<int>(its);
+      report.preconditioner_reused = false;
+    }
     if (reason < 0) {
       PC pc;
       PCFailedReason pc_reason = PC_NOERROR;
@@ -167,7 +192,7 @@ DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<doub
     // The true residual, whatever the method reported (skipped when no check is asked for).
     // A Krylov method stops at rtol: asking for less than the check is the user's choice.
     const double limit = krylov() ? std::max(options_.max_relative_residual, 1.5 * options_.rtol)
-                                : options_.max_relative_residual;
+                                  : options_.max_relative_residual;
     report.relative_residual = -1;
     if (std::isfinite(limit)) {
       if (transpose)
@@ -180,10 +205,10 @@ DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<doub
       FEM_PETSC(VecNorm(gb, NORM_2, &bnorm));
       report.relative_residual = bnorm > 0 ? rnorm / bnorm : rnorm;
       if (!(report.relative_residual <= limit))
-        throw NumericalError(fmt::format(
-            "'{}': the distributed {} solve is inaccurate: relative residual {:.3g} > {:.3g}"
-            " (a singular matrix? a Dirichlet condition missing?)",
-            key_, to_string(options_.method), report.relative_residual, limit));
+        throw NumericalError(
+            fmt::format("'{}': the distributed {} solve is inaccurate: relative residual {:.3g} > {:.3g}"
+                        " (a singular matrix? a Dirichlet condition missing?)",
+                        key_, to_string(options_.method), report.relative_residual, limit));
     }
     map.from_petsc(gx, x);
   }
@@ -201,8 +226,12 @@ std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
                                      std::shared_ptr<const IndexMap> map, const SolverOptions& options,
                                      std::shared_ptr<const Solver> retired) {
   const MPI_Comm comm = map->comm();
-  const auto A = store.get_versioned<CsrMatrix>(key);
+  const auto A = collective_input(comm, store, key, *map);
   const std::string entry = solver_key(key, options);
+  // A solver cached with other options (tolerances, prefix) is no hit: SPMD, so every rank
+  // decides alike.
+  if (const auto cached = store.find<Solver>(entry); cached && !(cached->options() == options))
+    store.erase(entry);
   register_collective(store, entry);
   return collective_get_or_compute<Solver>(comm, store, entry, {{key, A.version}}, [&] {
     detail::collect_garbage(comm);

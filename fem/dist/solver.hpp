@@ -50,6 +50,7 @@ struct SolverOptions {
   double max_relative_residual = 1e-6;
   /// PETSc options prefix: e.g. "fem_" lets -fem_ksp_monitor, -fem_pc_gamg_threshold apply.
   std::string prefix = {};
+  friend bool operator==(const SolverOptions&, const SolverOptions&) = default;
 };
 
 struct DistSolveReport {
@@ -91,9 +92,9 @@ class Solver {
   std::string key_;
   KSP ksp_ = nullptr;
   mutable Vec b_ = nullptr, x_ = nullptr, r_ = nullptr;  // work vectors of the solves
-  mutable int baseline_ = -1;          // -1: not measured since the last refresh
+  mutable int baseline_ = -1;                            // -1: not measured since the last refresh
   mutable bool refresh_next_ = false;  // the lag's iterations grew: rebuild at the next version
-  bool reused_ = false;                // this version runs on an older preconditioner
+  mutable bool reused_ = false;        // this version runs on an older preconditioner
 };
 
 /// The store key of `options`' solver for the matrix under `key`: <key>#factor/mumps[/cholesky]
@@ -101,9 +102,13 @@ class Solver {
 std::string solver_key(const std::string& key, const SolverOptions& options);
 
 /// Collective: the solver of the matrix under `key` at its current version (its PETSc matrix
-/// is `<key>#petsc`), cached under solver_key(). `retired`, the solver of an older version given
-/// back by its last holder, is updated in place: same factor object (MUMPS: numeric
-/// refactorization only), same preconditioner (GAMG: interpolation kept; lag: reused).
+/// is `<key>#petsc`), cached under solver_key() (a cached solver with other options is
+/// replaced). `retired`, the solver of an older version given back by its last holder, is
+/// updated in place: same factor object (MUMPS: numeric refactorization only), same
+/// preconditioner (GAMG: interpolation kept; lag: reused, rebuilt once a solve needs
+/// lag_growth × the baseline iterations or fails with it). Its PETSc matrix is refilled in
+/// place only if nobody else holds it: ask for `<key>#petsc` of the new version through this
+/// call, not before it (else the new version gets a new Mat, hence a new KSP and analysis).
 std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
                                      std::shared_ptr<const IndexMap> map, const SolverOptions& options,
                                      std::shared_ptr<const Solver> retired = nullptr);

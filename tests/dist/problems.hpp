@@ -19,11 +19,10 @@ struct System {
   assembly::DirichletValues bc;
 };
 
-/// Applies the Dirichlet conditions to values and b; on a part (map given) after synchronizing them.
+/// Applies the Dirichlet conditions to values and b; on a part (map given) agreed across ranks.
 inline void constrain(System& s, const assembly::FunctionSpace& V,
                       const std::vector<assembly::Dirichlet>& bcs, const dist::IndexMap* map) {
-  s.bc = assembly::dirichlet_values(V, bcs);
-  if (map) s.bc = map->synchronize(s.bc);
+  s.bc = map ? dist::dirichlet_values(*map, V, bcs) : assembly::dirichlet_values(V, bcs);
   assembly::apply_dirichlet(s.bc, *s.pattern, s.values, s.b);
 }
 

@@ -121,3 +121,117 @@ TEST(Solve, SingularSystemIsRefusedOnEveryRank) {
 
 }  // namespace
 }  // namespace fem::test
+
+namespace fem::test {
+namespace {
+
+TEST(Solve, OverlappingDirichletConditionsAgreeWithTheSerialRule) {
+  // Boundary facets tagged 1, 2, 1, 2, ... in turn: every boundary node joins a facet of each
+  // tag, so wherever a partition interface reaches the boundary, two ranks hold different
+  // conditions at one node. The later condition wins there, as serially (not an average).
+  std::shared_ptr<const Mesh> whole;
+  if (dist::rank(comm) == 0) {
+    Mesh::Data d = mesh::generate("gen:square-tri3:20").data();
+    for (std::size_t f = 0; f < d.facet_tags.size(); ++f) {  // alternate along each side
+      const double* a = &d.coords[2 * static_cast<std::size_t>(d.facets[2 * f])];
+      const double* b = &d.coords[2 * static_cast<std::size_t>(d.facets[2 * f + 1])];
+      d.facet_tags[f] = 1 + static_cast<int>(std::lround(10 * (a[0] + b[0] + a[1] + b[1]))) % 2;
+    }
+    d.names.clear();
+    whole = std::make_shared<const Mesh>(std::move(d));
+  }
+  Store store;
+  dist::distribute(comm, whole, "mesh/t", store);
+  const std::vector<assembly::Dirichlet> conditions{
+      {assembly::FacetSet::tagged({1}), [](const double*) { return 0.0; }, -1},
+      {assembly::FacetSet::tagged({2}), [](const double* x) { return 1 + x[0]; }, -1}};
+  for (int degree : {1, 2}) {
+    const assembly::FunctionSpace V("mesh/t", degree, 1, store);
+    const auto map = dist::index_map(V);
+    std::vector<double> u(V.num_dofs(), -1.0);
+    assembly::set_dirichlet(dist::dirichlet_values(*map, V, conditions), u);
+    const auto got = gather_by_key(V, *map, u);
+    double difference = 0;
+    if (dist::rank(comm) == 0) {
+      Store serial;
+      serial.put("mesh/w", whole);
+      const assembly::FunctionSpace W("mesh/w", degree, 1, serial);
+      std::vector<double> w(W.num_dofs(), -1.0);
+      assembly::set_dirichlet(assembly::dirichlet_values(W, conditions), w);
+      difference = relative_difference(got, by_key(W, w));
+    }
+    EXPECT_EQ(dist::max(comm, difference), 0.0) << "degree " << degree;
+  }
+  // A tag of no facet of the whole mesh: an error on every rank, not a no-op where parts lack it.
+  const assembly::FunctionSpace V("mesh/t", 1, 1, store);
+  const auto map = dist::index_map(V);
+  bool refused = false;
+  try {
+    dist::dirichlet_values(*map, V,
+                           std::vector{assembly::Dirichlet{assembly::FacetSet::tagged({9}), nullptr, -1}});
+  } catch (const InvalidArgument& e) {
+    refused = std::string(e.what()).find("tag 9") != std::string::npos;
+  }
+  EXPECT_TRUE(dist::all(comm, refused));
+}
+
+TEST(Solve, TransposeSolvesFromTheSameFactor) {
+  // A nonsymmetric matrix (diffusion + convection): Aᵀx = b from the MUMPS factor of A equals the
+  // serial transpose solve.
+  Store store;
+  const auto whole = whole_mesh(comm, "gen:square-tri3:16");
+  dist::distribute(comm, whole, "mesh/c", store);
+  auto system = [](const assembly::Assembler& a, const dist::IndexMap* map) {
+    System s = poisson(a, map);
+    std::vector<double> convection(s.pattern->nnz(), 0.0);
+    auto kernel = [](const auto& cv, double* A) {  // ∫ (b·∇u) v, b = (1, 2)
+      for (int q = 0; q < cv.num_points; ++q)
+        for (int i = 0; i < cv.n; ++i)
+          for (int j = 0; j < cv.n; ++j)
+            A[i * cv.n + j] +=
+                (cv.basis_grad(q, j)[0] + 2 * cv.basis_grad(q, j)[1]) * cv.basis(q, i) * cv.weight[q];
+    };
+    a.matrix_into(kernel, 2, convection);
+    // Only the free rows: the constrained ones stay as apply_dirichlet left them.
+    std::vector<char> constrained(a.space().num_dofs(), 0);
+    for (index_t d : s.bc.dofs) constrained[d] = 1;
+    const auto offsets = s.pattern->row_offsets();
+    const auto cols = s.pattern->col_indices();
+    for (index_t r = 0; r < s.pattern->rows(); ++r)
+      for (index_t k = offsets[r]; k < offsets[r + 1]; ++k)
+        if (!constrained[r] && !constrained[cols[k]]) s.values[k] += convection[k];
+    return s;
+  };
+  const assembly::FunctionSpace V("mesh/c", 1, 1, store);
+  const assembly::Assembler a(V);
+  const auto map = dist::index_map(V);
+  System s = system(a, map.get());
+  store.put("C", CsrMatrix(s.pattern, s.values));
+  const auto solver = dist::solver(store, "C", map, {.method = dist::Method::mumps});
+  std::vector<double> x(V.num_dofs()), y(V.num_dofs());
+  solver->solve(s.b, dist::Sums::partial, x);
+  solver->solve_transpose(s.b, dist::Sums::partial, y);
+  const auto gx = gather_by_key(V, *map, x), gy = gather_by_key(V, *map, y);
+  double dx = 0, dy = 0, asymmetry = 0;
+  if (dist::rank(comm) == 0) {
+    Store serial;
+    serial.put("mesh/w", whole);
+    const assembly::FunctionSpace W("mesh/w", 1, 1, serial);
+    const assembly::Assembler aw(W);
+    const System t = system(aw, nullptr);
+    const CsrMatrix A(t.pattern, t.values);
+    auto f = solve::factorize(A, {.backend = solve::Backend::umfpack});
+    std::vector<double> sx(t.b.size()), sy(t.b.size());
+    f->solve(t.b, sx);
+    f->solve_transpose(t.b, sy);
+    dx = relative_difference(gx, by_key(W, sx));
+    dy = relative_difference(gy, by_key(W, sy));
+    asymmetry = relative_difference(by_key(W, sx), by_key(W, sy));
+  }
+  EXPECT_LE(dist::max(comm, dx), 1e-10);
+  EXPECT_LE(dist::max(comm, dy), 1e-10);
+  EXPECT_GT(dist::max(comm, asymmetry), 1e-3);  // the transpose solve solved something else
+}
+
+}  // namespace
+}  // namespace fem::test
