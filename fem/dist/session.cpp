@@ -189,35 +189,20 @@ void agree(MPI_Comm comm, std::exception_ptr failure) {
   throw RemoteError(lowest, message);
 }
 
-bool all(MPI_Comm comm, bool local) {
-  int in = local ? 1 : 0, out = 0;
-  MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_LAND, comm);
-  return out != 0;
-}
-
-double sum(MPI_Comm comm, double local) {
-  double out = 0;
-  MPI_Allreduce(&local, &out, 1, MPI_DOUBLE, MPI_SUM, comm);
+namespace {
+template <class T>
+T allreduce(MPI_Comm comm, T local, MPI_Datatype type, MPI_Op op) {
+  T out{};
+  MPI_Allreduce(&local, &out, 1, type, op, comm);
   return out;
 }
+}  // namespace
 
-std::int64_t sum(MPI_Comm comm, std::int64_t local) {
-  std::int64_t out = 0;
-  MPI_Allreduce(&local, &out, 1, MPI_INT64_T, MPI_SUM, comm);
-  return out;
-}
-
-double max(MPI_Comm comm, double local) {
-  double out = 0;
-  MPI_Allreduce(&local, &out, 1, MPI_DOUBLE, MPI_MAX, comm);
-  return out;
-}
-
-std::int64_t max(MPI_Comm comm, std::int64_t local) {
-  std::int64_t out = 0;
-  MPI_Allreduce(&local, &out, 1, MPI_INT64_T, MPI_MAX, comm);
-  return out;
-}
+bool all(MPI_Comm comm, bool local) { return allreduce(comm, local ? 1 : 0, MPI_INT, MPI_LAND) != 0; }
+double sum(MPI_Comm comm, double local) { return allreduce(comm, local, MPI_DOUBLE, MPI_SUM); }
+std::int64_t sum(MPI_Comm comm, std::int64_t local) { return allreduce(comm, local, MPI_INT64_T, MPI_SUM); }
+double max(MPI_Comm comm, double local) { return allreduce(comm, local, MPI_DOUBLE, MPI_MAX); }
+std::int64_t max(MPI_Comm comm, std::int64_t local) { return allreduce(comm, local, MPI_INT64_T, MPI_MAX); }
 
 std::int64_t petsc_event_count(const char* name) {
   PetscLogEvent event = 0;

@@ -17,6 +17,7 @@
 
 #include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
+#include "../support/test_dir.hpp"
 #include "fem/mesh/generate.hpp"
 #include "fem/mesh/vtu.hpp"
 
@@ -26,14 +27,7 @@ using fem::CellType;
 namespace fm = fem::mesh;
 namespace fs = std::filesystem;
 
-fs::path temp_dir() {
-  const fs::path p = fs::temp_directory_path() /
-                     ("fem_test_pvtu_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                      "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(p);
-  fs::create_directories(p);
-  return p;
-}
+fs::path temp_dir() { return fem::testing::test_dir("fem_test_pvtu", /*fresh=*/true); }
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

@@ -11,6 +11,7 @@
 
 #include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
+#include "../support/test_dir.hpp"
 #include "fem/mesh/vtu.hpp"
 #include "fem/mesh/write_gmsh.hpp"
 #include "test_check_util.hpp"
@@ -21,13 +22,7 @@ using fem::CellType;
 namespace fm = fem::mesh;
 namespace fs = std::filesystem;
 
-fs::path temp_dir() {
-  const fs::path p = fs::temp_directory_path() /
-                     ("fem_test_vtu_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                      "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::create_directories(p);
-  return p;
-}
+fs::path temp_dir() { return fem::testing::test_dir("fem_test_vtu"); }
 
 // VTK's parametric coordinates of the nodes of its cells (vtkQuadraticTetra,
 // vtkBiQuadraticQuad, vtkTriQuadraticHexahedron, ...), on [0, 1]^d.
