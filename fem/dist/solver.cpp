@@ -131,6 +131,23 @@ DistSolveReport Solver::solve(std::span<const double> b, Sums form, std::span<do
   return run(b, form, x, false);
 }
 
+DistSolveReport Solver::solve(std::span<const double> B, Sums form, std::span<double> X, index_t nrhs) const {
+  const auto n = static_cast<std::size_t>(A_->map().local_dofs());
+  collective(A_->map().comm(), [&] {
+    FEM_EXPECTS(nrhs >= 0 && B.size() == n * static_cast<std::size_t>(nrhs) && X.size() == B.size(),
+                "'{}': {} right-hand sides of {} local DOFs need {} entries, B has {} and X {}", key_, nrhs,
+                n, n * static_cast<std::size_t>(std::max(nrhs, 0)), B.size(), X.size());
+  });
+  DistSolveReport total;
+  for (index_t k = 0; k < nrhs; ++k) {
+    const auto r = run(B.subspan(k * n, n), form, X.subspan(k * n, n), false);
+    total.iterations += r.iterations;
+    total.relative_residual = std::max(total.relative_residual, r.relative_residual);
+    total.preconditioner_reused = r.preconditioner_reused;
+  }
+  return total;
+}
+
 DistSolveReport Solver::solve_transpose(std::span<const double> b, Sums form, std::span<double> x) const {
   FEM_EXPECTS(options_.method == Method::mumps || options_.spd,
               "'{}': transpose solves need MUMPS or a symmetric matrix (CG), not {} with GMRES", key_,

@@ -71,6 +71,10 @@ class Solver {
   DistSolveReport solve(std::span<const double> b, Sums form, std::span<double> x) const;
   /// Collective: Aᵀx = b (direct solves, and CG on symmetric matrices).
   DistSolveReport solve_transpose(std::span<const double> b, Sums form, std::span<double> x) const;
+  /// Collective: `nrhs` right-hand sides at once, B and X column-major (local DOFs × nrhs), from
+  /// the one factorization or preconditioner; the report's residual is the worst column's, its
+  /// iterations the sum.
+  DistSolveReport solve(std::span<const double> B, Sums form, std::span<double> X, index_t nrhs) const;
 
   const PetscMatrix& matrix() const noexcept { return *A_; }
   const SolverOptions& options() const noexcept { return options_; }

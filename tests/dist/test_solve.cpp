@@ -211,6 +211,14 @@ TEST(Solve, TransposeSolvesFromTheSameFactor) {
   std::vector<double> x(V.num_dofs()), y(V.num_dofs());
   solver->solve(s.b, dist::Sums::partial, x);
   solver->solve_transpose(s.b, dist::Sums::partial, y);
+  // Two right-hand sides at once (b and 2b): the single solve's answer, and twice it.
+  std::vector<double> B(s.b), X(2 * s.b.size());
+  for (double v : s.b) B.push_back(2 * v);
+  solver->solve(B, dist::Sums::partial, X, 2);
+  double block = 0;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    block = std::max({block, std::abs(X[i] - x[i]), std::abs(X[x.size() + i] - 2 * x[i])});
+  EXPECT_LE(dist::max(comm, block), 1e-12 * (1 + dist::max(comm, *std::max_element(x.begin(), x.end()))));
   const auto gx = gather_by_key(V, *map, x), gy = gather_by_key(V, *map, y);
   double dx = 0, dy = 0, asymmetry = 0;
   if (dist::rank(comm) == 0) {
