@@ -92,13 +92,25 @@ IndexMap::IndexMap(const assembly::FunctionSpace& V, MPI_Comm comm) : comm_(comm
   MPI_Exscan(&owned_, &first_, 1, MPI_INT, MPI_SUM, comm);
   if (me == 0) first_ = 0;
   MPI_Allreduce(&owned_, &global_nodes_, 1, MPI_INT, MPI_SUM, comm);
+  // Vertex nodes are found from their global mesh node (owned mesh nodes are the first local
+  // nodes, in global order); only edge nodes need a table.
   std::unordered_map<Key, index_t, KeyHash> mine;
   index_t next = first_;
   for (index_t d = 0; d < n; ++d)
     if (owner[d] == me) {
       global_[d] = next++;
-      if (key[d].a >= 0) mine.emplace(key[d], global_[d]);
+      if (key[d].b >= 0) mine.emplace(key[d], global_[d]);
     }
+  auto find_mine = [&](const Key& k) -> index_t {
+    if (k.b >= 0) {
+      auto it = mine.find(k);
+      return it == mine.end() ? -1 : it->second;
+    }
+    const index_t m = k.a - dist->first_owned_node;
+    if (k.a < 0 || m < 0 || m >= dist->owned_nodes || m >= static_cast<index_t>(dm.vertex_node.size())) return -1;
+    const index_t d = dm.vertex_node[m];
+    return d < 0 || owner[d] != me ? -1 : global_[d];
+  };
   // Ghosts ask their owners.
   {
     std::vector<std::vector<Request>> ask(ranks);
@@ -112,10 +124,9 @@ IndexMap::IndexMap(const assembly::FunctionSpace& V, MPI_Comm comm) : comm_(comm
     std::string missing;
     for (int p = 0; p < ranks; ++p)
       for (const auto& r : heard[p]) {
-        auto it = mine.find(r.key);
-        if (it == mine.end() && missing.empty())
-          missing = fmt::format("({}, {}) asked by rank {}", r.key.a, r.key.b, p);
-        answer[p].push_back(it == mine.end() ? -1 : it->second);
+        const index_t g = find_mine(r.key);
+        if (g < 0 && missing.empty()) missing = fmt::format("({}, {}) asked by rank {}", r.key.a, r.key.b, p);
+        answer[p].push_back(g);
       }
     agree(comm, missing.empty() ? nullptr
                                 : std::make_exception_ptr(
