@@ -48,24 +48,7 @@ void agree(std::exception_ptr failure);
 /// f(), its failure agreed across ranks (a no-op serially).
 template <class F>
 auto local(F&& f) -> std::invoke_result_t<F> {
-  std::exception_ptr failure;
-  if constexpr (std::is_void_v<std::invoke_result_t<F>>) {
-    try {
-      f();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    agree(failure);
-  } else {
-    std::invoke_result_t<F> result{};
-    try {
-      result = f();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    agree(failure);
-    return result;
-  }
+  return agreed(std::forward<F>(f), [](std::exception_ptr failure) { agree(failure); });
 }
 
 /// Sums, minima and maxima over ranks (the value itself serially).

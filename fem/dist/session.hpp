@@ -70,24 +70,7 @@ void agree(MPI_Comm comm, std::exception_ptr failure);
 /// Collective: run f() on every process and agree() on the outcome; returns f's result.
 template <class F>
 auto collective(MPI_Comm comm, F&& f) -> std::invoke_result_t<F> {
-  std::exception_ptr failure;
-  if constexpr (std::is_void_v<std::invoke_result_t<F>>) {
-    try {
-      f();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    agree(comm, failure);
-  } else {
-    std::invoke_result_t<F> result{};
-    try {
-      result = f();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    agree(comm, failure);
-    return result;
-  }
+  return agreed(std::forward<F>(f), [comm](std::exception_ptr failure) { agree(comm, failure); });
 }
 
 /// Collective: whether a condition holds on every process (MPI_LAND).

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <type_traits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -132,6 +134,30 @@ namespace detail {
 [[noreturn]] void throw_invalid_argument(const char* file, int line, const char* condition,
                                          const std::string& message);
 }  // namespace detail
+
+/// f() with its outcome agreed: `agree(failure)` is called with f's exception (nullptr on
+/// success) and decides what to throw (several processes agreeing on one failure: fem::dist).
+template <class F, class Agree>
+auto agreed(F&& f, Agree&& agree) -> std::invoke_result_t<F> {
+  std::exception_ptr failure;
+  if constexpr (std::is_void_v<std::invoke_result_t<F>>) {
+    try {
+      f();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    agree(failure);
+  } else {
+    std::invoke_result_t<F> result{};
+    try {
+      result = f();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    agree(failure);
+    return result;
+  }
+}
 
 }  // namespace fem
 
