@@ -196,15 +196,15 @@ void gather_local(Vec ghosted, std::span<const index_t> position, int block, std
 }
 }  // namespace
 
-void IndexMap::accumulate(std::span<double> local) const { combine(local, InsertMode_::add); }
+void IndexMap::accumulate(std::span<double> local) const { combine(local, /*maximum=*/false); }
 
-void IndexMap::maximize(std::span<double> local) const { combine(local, InsertMode_::max); }
+void IndexMap::maximize(std::span<double> local) const { combine(local, /*maximum=*/true); }
 
-void IndexMap::combine(std::span<double> local, InsertMode_ mode) const {
+void IndexMap::combine(std::span<double> local, bool maximum) const {
   check(local);
   std::lock_guard lock(mutex_);
   scatter_local(ghosted_, position_, block_, local);
-  const InsertMode m = mode == InsertMode_::add ? ADD_VALUES : MAX_VALUES;
+  const InsertMode m = maximum ? MAX_VALUES : ADD_VALUES;
   FEM_PETSC(VecGhostUpdateBegin(ghosted_, m, SCATTER_REVERSE));
   FEM_PETSC(VecGhostUpdateEnd(ghosted_, m, SCATTER_REVERSE));
   FEM_PETSC(VecGhostUpdateBegin(ghosted_, INSERT_VALUES, SCATTER_FORWARD));

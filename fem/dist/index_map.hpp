@@ -23,9 +23,6 @@
 
 namespace fem::dist {
 
-/// How ghost contributions combine (PETSc's ADD_VALUES, MAX_VALUES), without petsc.h here.
-enum class InsertMode_ { add, max };
-
 /// Which form a local vector is in (see the file comment).
 enum class Sums { partial, consistent };
 
@@ -83,7 +80,8 @@ class IndexMap {
 
  private:
   void check(std::span<const double> local) const;
-  void combine(std::span<double> local, InsertMode_ mode) const;
+  // The copies of every DOF combined into its owner (a sum or a maximum), then copied back.
+  void combine(std::span<double> local, bool maximum) const;
   MPI_Comm comm_;
   int block_ = 1;
   index_t owned_ = 0, first_ = 0, global_nodes_ = 0;
