@@ -416,8 +416,8 @@ namespace {
 
 #if FEM_APP_HAS_DIST
 // On rank 0: the fields of every rank, placed by original node and cell.
-void gather_fields(const dist::Distribution& d, const Mesh& local, const Mesh& whole,
-                   std::span<const mesh::Field> in, bool cells, std::vector<std::vector<double>>& out) {
+void gather_fields(const dist::Distribution& d, const Mesh& whole, std::span<const mesh::Field> in,
+                   bool cells, std::vector<std::vector<double>>& out) {
   const MPI_Comm comm = d.comm;
   const int ranks = d.size;
   std::vector<index_t> ids;
@@ -451,7 +451,6 @@ void gather_fields(const dist::Distribution& d, const Mesh& local, const Mesh& w
     }
     out.push_back(std::move(placed));
   }
-  (void)local;
 }
 #endif
 
@@ -462,7 +461,7 @@ void write_solution(const std::string& path, const Store& store, const std::stri
   const auto mesh = store.get<Mesh>(mesh_key);
 #if FEM_APP_HAS_DIST
   if (parallel::distributed()) {
-    const auto d = dist::distribution(mesh_key, const_cast<Store&>(store));
+    const auto d = dist::distribution(mesh_key, store);
     if (lowercase_extension(path) == ".pvtu") {
       std::vector<double> ranks(static_cast<std::size_t>(mesh->num_cells()), parallel::rank());
       std::vector<mesh::Field> cell_fields(cells.begin(), cells.end());
@@ -481,8 +480,8 @@ void write_solution(const std::string& path, const Store& store, const std::stri
     // One serial file on rank 0, by original node and cell.
     const auto whole = parallel::whole_mesh(store, mesh_key);
     std::vector<std::vector<double>> point_values, cell_values;
-    gather_fields(*d, *mesh, whole ? *whole : *mesh, points, false, point_values);
-    gather_fields(*d, *mesh, whole ? *whole : *mesh, cells, true, cell_values);
+    gather_fields(*d, whole ? *whole : *mesh, points, false, point_values);
+    gather_fields(*d, whole ? *whole : *mesh, cells, true, cell_values);
     parallel::local([&] {
       if (!parallel::root()) return;
       std::vector<mesh::Field> p, c;

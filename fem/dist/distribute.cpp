@@ -288,7 +288,7 @@ std::shared_ptr<const Distribution> distribute(MPI_Comm comm, std::shared_ptr<co
   return dist;
 }
 
-std::shared_ptr<const Distribution> distribution(const std::string& mesh_key, Store& store) {
+std::shared_ptr<const Distribution> distribution(const std::string& mesh_key, const Store& store) {
   return store.get<Distribution>(mesh_key + "#dist");
 }
 

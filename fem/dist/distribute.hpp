@@ -52,7 +52,8 @@ std::shared_ptr<const Distribution> distribute(MPI_Comm comm, std::shared_ptr<co
                                                const std::string& key, Store& store = fem::store());
 
 /// The Distribution published with the local mesh under `mesh_key`.
-std::shared_ptr<const Distribution> distribution(const std::string& mesh_key, Store& store = fem::store());
+std::shared_ptr<const Distribution> distribution(const std::string& mesh_key,
+                                                 const Store& store = fem::store());
 
 }  // namespace fem::dist
 
