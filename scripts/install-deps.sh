@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # Extra groups: fuzz (clang for the libFuzzer targets), gmsh, dist (MPI + PETSc with MUMPS and
-# hypre, for libfem_dist: about 19 s and 600 MB on a fresh machine)
+# hypre, for libfem_dist: 19 s here from Debian's archive)
 for group in "$@"; do
   case "$group" in
     fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
