@@ -132,24 +132,15 @@ std::vector<Part> make_parts(const Mesh& mesh, int ranks, Common& common) {
 
   // Each facet goes with a cell it bounds (the first one holding all its nodes), so a Neumann
   // integral is counted once and the facet's nodes are local where it is.
-  std::vector<index_t> node_cells_offset(static_cast<std::size_t>(num_nodes) + 1, 0), node_cells;
-  for (index_t c = 0; c < num_cells; ++c)
-    for (index_t n : mesh.cell(c)) ++node_cells_offset[n + 1];
-  std::partial_sum(node_cells_offset.begin(), node_cells_offset.end(), node_cells_offset.begin());
-  node_cells.resize(static_cast<std::size_t>(node_cells_offset.back()));
-  {
-    std::vector<index_t> fill(node_cells_offset.begin(), node_cells_offset.end() - 1);
-    for (index_t c = 0; c < num_cells; ++c)
-      for (index_t n : mesh.cell(c)) node_cells[fill[n]++] = c;
-  }
+  const mesh::NodeCells node_cells(mesh);
   std::vector<int> facet_part(static_cast<std::size_t>(num_facets), -1);
   for (index_t f = 0; f < num_facets; ++f) {
     const auto nodes = facet(f);
-    for (index_t k = node_cells_offset[nodes[0]]; k < node_cells_offset[nodes[0] + 1]; ++k) {
-      const auto cell = mesh.cell(node_cells[k]);
+    for (const index_t c : node_cells.of(nodes[0])) {
+      const auto cell = mesh.cell(c);
       if (std::all_of(nodes.begin(), nodes.end(),
                       [&](index_t n) { return std::find(cell.begin(), cell.end(), n) != cell.end(); })) {
-        facet_part[f] = partition.cell_part[node_cells[k]];
+        facet_part[f] = partition.cell_part[c];
         break;
       }
     }

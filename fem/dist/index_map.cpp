@@ -107,7 +107,8 @@ IndexMap::IndexMap(const assembly::FunctionSpace& V, MPI_Comm comm) : comm_(comm
       return it == mine.end() ? -1 : it->second;
     }
     const index_t m = k.a - dist->first_owned_node;
-    if (k.a < 0 || m < 0 || m >= dist->owned_nodes || m >= static_cast<index_t>(dm.vertex_node.size())) return -1;
+    if (k.a < 0 || m < 0 || m >= dist->owned_nodes || m >= static_cast<index_t>(dm.vertex_node.size()))
+      return -1;
     const index_t d = dm.vertex_node[m];
     return d < 0 || owner[d] != me ? -1 : global_[d];
   };
@@ -285,9 +286,10 @@ std::shared_ptr<const IndexMap> index_map(const assembly::FunctionSpace& V) {
   // Every rank published the mesh with its distribution (a missing one cannot be agreed on).
   const auto dist = distribution(V.mesh_key(), store);
   const std::string key = fmt::format("{}#indexmap/{}", V.mesh_key(), V.name());
-  register_collective(store, key);  // holds a PETSc vector
-  return collective_get_or_compute<IndexMap>(dist->comm, store, key, {{V.mesh_key(), V.mesh_version()}},
-                                             [&] { return std::make_shared<const IndexMap>(V, dist->comm); });
+  return collective_get_or_compute<IndexMap>(dist->comm, store, key, {{V.mesh_key(), V.mesh_version()}}, [&] {
+    register_collective(store, key);  // holds a PETSc vector
+    return std::make_shared<const IndexMap>(V, dist->comm);
+  });
 }
 
 }  // namespace fem::dist

@@ -81,8 +81,8 @@ std::shared_ptr<const PetscMatrix> petsc_matrix(Store& store, const std::string&
   const MPI_Comm comm = map->comm();
   const auto A = collective_input(comm, store, key, *map);
   const std::string entry = key + "#petsc";
-  register_collective(store, entry);
   return collective_get_or_compute<PetscMatrix>(comm, store, entry, {{key, A.version}}, [&] {
+    register_collective(store, entry);
     detail::collect_garbage(comm);
     // The last holder gave it back: nobody else can see the values change.
     const bool recyclable = retired && retired.use_count() == 1 && retired->map_ptr() == map &&

@@ -152,8 +152,6 @@ Session::~Session() {
   }
 }
 
-bool Session::active() noexcept { return live_sessions.load() > 0; }
-
 int rank(MPI_Comm comm) {
   int r = 0;
   MPI_Comm_rank(comm, &r);

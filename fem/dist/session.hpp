@@ -41,8 +41,6 @@ class Session {
   MPI_Comm comm() const noexcept { return MPI_COMM_WORLD; }
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
-  /// Whether a Session is alive in this process (PETSc usable).
-  static bool active() noexcept;
 
  private:
   int rank_ = 0, size_ = 1;

@@ -164,71 +164,64 @@ DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<doub
   });
   // Work vectors made once per solver (solves are main-thread and collective).
   if (!b_) b_ = map.create_vector(), x_ = map.create_vector(), r_ = map.create_vector();
-  Vec gb = b_, gx = x_, r = r_;
   DistSolveReport report;
   report.preconditioner_reused = reused_;
-  {
-    map.to_petsc(b, form, gb);
-    FEM_PETSC(VecSet(gx, 0.0));
+  map.to_petsc(b, form, b_);
+  KSPConvergedReason reason;
+  auto attempt = [&] {
+    FEM_PETSC(VecSet(x_, 0.0));
     if (transpose)
-      FEM_PETSC(KSPSolveTranspose(ksp_, gb, gx));
+      FEM_PETSC(KSPSolveTranspose(ksp_, b_, x_));
     else
-      FEM_PETSC(KSPSolve(ksp_, gb, gx));
-    KSPConvergedReason reason;
+      FEM_PETSC(KSPSolve(ksp_, b_, x_));
     FEM_PETSC(KSPGetConvergedReason(ksp_, &reason));
     PetscInt its = 0;
     FEM_PETSC(KSPGetIterationNumber(ksp_, &its));
     report.iterations = krylov() ? static_cast<int>(its) : 0;  // preonly counts its one application
-    if (reason < 0 && reused_) {
-      // The lagged preconditioner no longer serves this version: rebuild it and solve again.
-      FEM_PETSC(KSPSetReusePreconditioner(ksp_, PETSC_FALSE));
-      FEM_PETSC(KSPSetUp(ksp_));
-      reused_ = false;
-      baseline_ = -1;
-      refresh_next_ = false;
-      FEM_PETSC(VecSet(gx, 0.0));
-      if (transpose)
-        FEM_PETSC(KSPSolveTranspose(ksp_, gb, gx));
-      else
-        FEM_PETSC(KSPSolve(ksp_, gb, gx));
-      FEM_PETSC(KSPGetConvergedReason(ksp_, &reason));
-      FEM_PETSC(KSPGetIterationNumber(ksp_, &its));
-      report.iterations = static_cast<int>(its);
-      report.preconditioner_reused = false;
-    }
-    if (reason < 0) {
-      PC pc;
-      PCFailedReason pc_reason = PC_NOERROR;
-      KSPGetPC(ksp_, &pc);
-      PCGetFailedReason(pc, &pc_reason);
-      throw NumericalError(fmt::format(
-          "'{}': the distributed {} solve failed: {}{}", key_, to_string(options_.method),
-          KSPConvergedReasons[reason],
-          pc_reason != PC_NOERROR ? fmt::format(" ({})", PCFailedReasons[pc_reason]) : std::string()));
-    }
-    // The true residual, whatever the method reported (skipped when no check is asked for).
-    // A Krylov method stops at rtol: asking for less than the check is the user's choice.
-    const double limit = krylov() ? std::max(options_.max_relative_residual, 1.5 * options_.rtol)
-                                  : options_.max_relative_residual;
-    report.relative_residual = -1;
-    if (std::isfinite(limit)) {
-      if (transpose)
-        FEM_PETSC(MatMultTranspose(A_->mat(), gx, r));
-      else
-        FEM_PETSC(MatMult(A_->mat(), gx, r));
-      FEM_PETSC(VecAYPX(r, -1.0, gb));
-      PetscReal rnorm = 0, bnorm = 0;
-      FEM_PETSC(VecNorm(r, NORM_2, &rnorm));
-      FEM_PETSC(VecNorm(gb, NORM_2, &bnorm));
-      report.relative_residual = bnorm > 0 ? rnorm / bnorm : rnorm;
-      if (!(report.relative_residual <= limit))
-        throw NumericalError(
-            fmt::format("'{}': the distributed {} solve is inaccurate: relative residual {:.3g} > {:.3g}"
-                        " (a singular matrix? a Dirichlet condition missing?)",
-                        key_, to_string(options_.method), report.relative_residual, limit));
-    }
-    map.from_petsc(gx, x);
+  };
+  attempt();
+  if (reason < 0 && reused_) {
+    // The lagged preconditioner no longer serves this version: rebuild it and solve again.
+    FEM_PETSC(KSPSetReusePreconditioner(ksp_, PETSC_FALSE));
+    FEM_PETSC(KSPSetUp(ksp_));
+    reused_ = false;
+    baseline_ = -1;
+    refresh_next_ = false;
+    report.preconditioner_reused = false;
+    attempt();
   }
+  if (reason < 0) {
+    PC pc;
+    PCFailedReason pc_reason = PC_NOERROR;
+    KSPGetPC(ksp_, &pc);
+    PCGetFailedReason(pc, &pc_reason);
+    throw NumericalError(fmt::format(
+        "'{}': the distributed {} solve failed: {}{}", key_, to_string(options_.method),
+        KSPConvergedReasons[reason],
+        pc_reason != PC_NOERROR ? fmt::format(" ({})", PCFailedReasons[pc_reason]) : std::string()));
+  }
+  // The true residual, whatever the method reported (skipped when no check is asked for).
+  // A Krylov method stops at rtol: asking for less than the check is the user's choice.
+  const double limit = krylov() ? std::max(options_.max_relative_residual, 1.5 * options_.rtol)
+                                : options_.max_relative_residual;
+  report.relative_residual = -1;
+  if (std::isfinite(limit)) {
+    if (transpose)
+      FEM_PETSC(MatMultTranspose(A_->mat(), x_, r_));
+    else
+      FEM_PETSC(MatMult(A_->mat(), x_, r_));
+    FEM_PETSC(VecAYPX(r_, -1.0, b_));
+    PetscReal rnorm = 0, bnorm = 0;
+    FEM_PETSC(VecNorm(r_, NORM_2, &rnorm));
+    FEM_PETSC(VecNorm(b_, NORM_2, &bnorm));
+    report.relative_residual = bnorm > 0 ? rnorm / bnorm : rnorm;
+    if (!(report.relative_residual <= limit))
+      throw NumericalError(
+          fmt::format("'{}': the distributed {} solve is inaccurate: relative residual {:.3g} > {:.3g}"
+                      " (a singular matrix? a Dirichlet condition missing?)",
+                      key_, to_string(options_.method), report.relative_residual, limit));
+  }
+  map.from_petsc(x_, x);
   // The lag's bookkeeping: every rank sees the same global iteration count.
   if (options_.lag) {
     if (baseline_ < 0)
@@ -249,12 +242,11 @@ std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
   // decides alike.
   if (const auto cached = store.find<Solver>(entry); cached && !(cached->options() == options))
     store.erase(entry);
-  register_collective(store, entry);
   return collective_get_or_compute<Solver>(comm, store, entry, {{key, A.version}}, [&] {
+    register_collective(store, entry);
     detail::collect_garbage(comm);
     const bool recyclable = retired && retired.use_count() == 1 && retired->matrix().map_ptr() == map &&
-                            retired->options().method == options.method &&
-                            retired->options().spd == options.spd && retired->options().lag == options.lag;
+                            retired->options() == options;
     if (all(comm, recyclable)) {
       auto s = std::const_pointer_cast<Solver>(std::move(retired));
       // The solver's hold on the old PetscMatrix is given back too, so that it is refilled.

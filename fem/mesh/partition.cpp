@@ -23,29 +23,6 @@ namespace {
 /// (1 for lines and points, 2 for triangles and quadrilaterals, 3 for tets, 4 for hexes).
 int ncommon_of(const Mesh& mesh) { return std::max(1, mesh.facet_info().num_vertices); }
 
-/// The cells of every node (all nodes of each cell, vertices or not), as CSR.
-struct NodeCells {
-  std::vector<std::size_t> offsets;  ///< num_nodes + 1
-  std::vector<index_t> cells;
-
-  explicit NodeCells(const Mesh& mesh) {
-    const std::span<const index_t> conn = mesh.cells();
-    const auto nn = static_cast<std::size_t>(mesh.num_nodes());
-    const auto npc = static_cast<std::size_t>(mesh.nodes_per_cell());
-    offsets.assign(nn + 1, 0);
-    for (const index_t n : conn) ++offsets[static_cast<std::size_t>(n) + 1];
-    std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
-    cells.resize(conn.size());
-    std::vector<std::size_t> next(offsets.begin(), offsets.end() - 1);
-    for (std::size_t k = 0; k < conn.size(); ++k)
-      cells[next[static_cast<std::size_t>(conn[k])]++] = static_cast<index_t>(k / npc);
-  }
-  std::span<const index_t> of(index_t n) const {
-    const auto i = static_cast<std::size_t>(n);
-    return std::span<const index_t>(cells).subspan(offsets[i], offsets[i + 1] - offsets[i]);
-  }
-};
-
 /// Owners of the nodes: a node that one part's cells touch belongs to it; a node on an interface
 /// goes to the touching part that owns the fewest nodes so far (nodes in index order, ties to the
 /// lowest part), which balances the owned nodes as METIS's node partition does; -1 for nodes no
@@ -149,8 +126,8 @@ void metis_parts(const Mesh& mesh, int parts, std::vector<int>& cell_part) {
   static_assert(sizeof(idx_t) == sizeof(int), "cell_part is handed to METIS as idx_t");
   cell_part.assign(static_cast<std::size_t>(ne), 0);
   idx_t objval = 0;
-  rc = METIS_PartGraphKway(&ne_i, &ncon, xadj, adjncy, nullptr, nullptr, nullptr, &nparts, nullptr, nullptr, options,
-                           &objval, reinterpret_cast<idx_t*>(cell_part.data()));
+  rc = METIS_PartGraphKway(&ne_i, &ncon, xadj, adjncy, nullptr, nullptr, nullptr, &nparts, nullptr, nullptr,
+                           options, &objval, reinterpret_cast<idx_t*>(cell_part.data()));
   METIS_Free(xadj);
   METIS_Free(adjncy);
   if (rc != METIS_OK)
@@ -160,6 +137,19 @@ void metis_parts(const Mesh& mesh, int parts, std::vector<int>& cell_part) {
 #endif
 
 }  // namespace
+
+NodeCells::NodeCells(const Mesh& mesh) {
+  const std::span<const index_t> conn = mesh.cells();
+  const auto nn = static_cast<std::size_t>(mesh.num_nodes());
+  const auto npc = static_cast<std::size_t>(mesh.nodes_per_cell());
+  offsets.assign(nn + 1, 0);
+  for (const index_t n : conn) ++offsets[static_cast<std::size_t>(n) + 1];
+  std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
+  cells.resize(conn.size());
+  std::vector<std::size_t> next(offsets.begin(), offsets.end() - 1);
+  for (std::size_t k = 0; k < conn.size(); ++k)
+    cells[next[static_cast<std::size_t>(conn[k])]++] = static_cast<index_t>(k / npc);
+}
 
 Partition partition(const Mesh& mesh, int parts) {
   const index_t nc = mesh.num_cells();

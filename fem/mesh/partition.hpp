@@ -7,11 +7,25 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "fem/mesh.hpp"
 
 namespace fem::mesh {
+
+/// The cells of every node (all nodes of each cell, vertices or not), as CSR: what a partition
+/// needs to find the parts around a node, and a distribution the cell a facet bounds.
+struct NodeCells {
+  std::vector<std::size_t> offsets;  ///< num_nodes + 1
+  std::vector<index_t> cells;
+
+  explicit NodeCells(const Mesh& mesh);
+  std::span<const index_t> of(index_t n) const {
+    const auto i = static_cast<std::size_t>(n);
+    return std::span<const index_t>(cells).subspan(offsets[i], offsets[i + 1] - offsets[i]);
+  }
+};
 
 /// A partition of a mesh's cells into `parts`, and an owner part for every mesh node.
 struct Partition {

@@ -95,6 +95,20 @@ TEST_P(Distribute, PetscMatrixIsTheSerialMatrix) {
   }
 }
 
+TEST_P(Distribute, GatherPutsEveryDofAtItsGlobalNumber) {
+  Store store;
+  dist::distribute(comm, whole_mesh(comm, GetParam()), "mesh/m", store);
+  const assembly::FunctionSpace V("mesh/m", 2, 2, store);  // edge nodes and two components
+  const auto map = dist::index_map(V);
+  std::vector<double> u(V.num_dofs());
+  for (index_t d = 0; d < V.num_dofs(); ++d) u[d] = map->global_dof(d);
+  const auto all = map->gather(u);
+  std::int64_t misplaced = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) misplaced += all[i] != static_cast<double>(i);
+  EXPECT_EQ(all.size(), dist::rank(comm) == 0 ? static_cast<std::size_t>(map->global_dofs()) : 0u);
+  EXPECT_EQ(dist::sum(comm, misplaced), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Meshes, Distribute,
                          ::testing::Values("plate_hole_v41.msh", "annulus_p2_v41.msh", "gen:cube-tet4:5",
                                            "gen:square-quad4:7"),
