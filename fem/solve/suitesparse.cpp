@@ -6,9 +6,11 @@
 // CHOLMOD needs no such care: A is symmetric, and stype = 1 reads one triangle.
 #include <fem/solve/solve.hpp>
 #include <fem/solve/detail/backends.hpp>
+#include <fem/solve/detail/supernodal.hpp>
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <fem/memory.hpp>
 #include <fmt/format.h>
 
@@ -50,7 +52,10 @@ void cholmod_setup(cholmod_common& c, Ordering ordering) {
   // Coarser supernodes than CHOLMOD's defaults (nrelax 4/16/48, zrelax 0.8/0.1/0.05): fewer,
   // larger dense blocks for BLAS and less per-supernode bookkeeping. At 1.05M DOFs (2D P1,
   // AMD, one core) a factorization took 1.41 s instead of 1.73 s, for 24% more factor storage
-  // (explicit zeros; factor_nonzeros() still counts the true nonzeros).
+  // (explicit zeros; factor_nonzeros() still counts the true nonzeros). Kept for the solves as
+  // well (detail/supernodal.hpp, bench_cached_solve, one core): CHOLMOD's defaults store 19%
+  // fewer entries in 2D (82.8M against 102.5M) but the solve took 104–110 ms against 120 ms,
+  // within the machine's noise of it, while the 3D factorization (n = 48) took 3.9 s, not 2.5 s.
   c.nrelax[0] = 8;
   c.nrelax[1] = 32;
   c.nrelax[2] = 96;
@@ -111,6 +116,11 @@ class CholmodSymbolic final : public Symbolic {
     lnz_ = static_cast<std::size_t>(c_.lnz);
     cholmod_free_work(&c_);
     bytes_ = c_.memory_inuse;
+    if (L_->is_super && L_->itype == CHOLMOD_INT)
+      solve_.emplace(SupernodalSolve::Structure{
+          static_cast<index_t>(L_->n), static_cast<index_t>(L_->nsuper), static_cast<const int*>(L_->super),
+          static_cast<const int*>(L_->pi), static_cast<const int*>(L_->px), static_cast<const int*>(L_->s),
+          static_cast<const int*>(L_->Perm)});
   }
   ~CholmodSymbolic() override {
     cholmod_free_factor(&L_, &c_);
@@ -123,6 +133,8 @@ class CholmodSymbolic final : public Symbolic {
   std::size_t lnz() const noexcept { return lnz_; }
   /// The factor has more entries than the int interface can index.
   bool too_large() const noexcept { return too_large_; }
+  /// Our substitutions for every numeric factor of this structure (nullptr: CHOLMOD's own).
+  const SupernodalSolve* supernodal_solve() const noexcept { return solve_ ? &*solve_ : nullptr; }
 
   /// The numeric factorization's memory: a copy of this analysis (the integer part of L) plus
   /// L->x (xsize doubles, explicit zeros of the relaxed supernodes included); the workspace of
@@ -153,6 +165,7 @@ class CholmodSymbolic final : public Symbolic {
   cholmod_factor* L_ = nullptr;
   std::size_t lnz_ = 0, bytes_ = 0;
   bool too_large_ = false;
+  std::optional<SupernodalSolve> solve_;
 };
 
 struct CholmodWorkspace {
@@ -266,6 +279,34 @@ class Cholmod final : public Factorization {
 
   SolveReport do_solve(std::span<const double> B, std::span<double> X, index_t nrhs,
                        bool) const override {
+    // Ours: the same arithmetic as cholmod_solve2, streamed (see detail/supernodal.hpp).
+    const auto& sym = static_cast<const CholmodSymbolic&>(*symbolic());
+    if (const SupernodalSolve* s = sym.supernodal_solve(); s && L_->is_super && L_->is_ll) {
+      s->solve(static_cast<const double*>(L_->x), B.data(), X.data(), nrhs);
+      return {};
+    }
+    return cholmod_solve(B, X, nrhs);
+  }
+
+ public:
+  SupernodalInfo info() const {
+    SupernodalInfo i;
+    if (!L_ || !symbolic()) return i;
+    const auto& sym = static_cast<const CholmodSymbolic&>(*symbolic());
+    if (const SupernodalSolve* s = sym.supernodal_solve(); s && L_->is_super && L_->is_ll) {
+      i.ours = true;
+      i.subtrees = s->subtrees();
+      i.entries = s->entries();
+    } else {
+      i.entries = static_cast<std::int64_t>(L_->is_super ? L_->xsize : L_->nzmax);
+    }
+    i.supernodes = L_->is_super ? static_cast<std::int64_t>(L_->nsuper) : 0;
+    i.row_indices = L_->is_super ? static_cast<std::int64_t>(L_->ssize) : 0;
+    return i;
+  }
+
+  /// CHOLMOD's own solve (a factor without supernodes; the reference of the tests).
+  SolveReport cholmod_solve(std::span<const double> B, std::span<double> X, index_t nrhs) const {
     // A per-thread cholmod_common and solve workspace: the factor is only read, so solves run
     // in parallel, and repeated solves reuse X, Y and E (fresh ones cost page faults).
     CholmodWorkspace& ws = cholmod_workspace();
@@ -643,6 +684,18 @@ class Klu final : public Factorization {
 };
 
 }  // namespace
+
+SupernodalInfo supernodal_info(const Factorization& f) {
+  const auto* c = dynamic_cast<const Cholmod*>(&f);
+  return c && f.factorized() ? c->info() : SupernodalInfo{};
+}
+
+SolveReport cholmod_reference_solve(const Factorization& f, std::span<const double> B,
+                                    std::span<double> X, index_t nrhs) {
+  const auto* c = dynamic_cast<const Cholmod*>(&f);
+  FEM_EXPECTS(c && f.factorized(), "cholmod_reference_solve needs a factorized CHOLMOD factorization");
+  return c->cholmod_solve(B, X, nrhs);
+}
 
 std::unique_ptr<Factorization> make_cholmod(const Options& o) { return std::make_unique<Cholmod>(o); }
 std::unique_ptr<Factorization> make_umfpack(const Options& o) { return std::make_unique<Umfpack>(o); }

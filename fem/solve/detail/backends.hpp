@@ -18,6 +18,21 @@ std::unique_ptr<Factorization> make_ldlt(const Options& options);
 std::unique_ptr<Factorization> make_lu(const Options& options);
 std::unique_ptr<Factorization> make_automatic(const Options& options);
 
+/// The triangular solves of a CHOLMOD factorization (for tests and benchmarks).
+struct SupernodalInfo {
+  bool ours = false;          ///< solved by detail::SupernodalSolve (else cholmod_solve2)
+  int subtrees = 0;           ///< independent subtrees solved in parallel (0: one serial sweep)
+  std::int64_t entries = 0;   ///< stored entries of L, explicit zeros included
+  std::int64_t supernodes = 0;
+  std::int64_t row_indices = 0;  ///< of the supernodes (n of them on the diagonal)
+};
+/// Of `f`, a factorized CHOLMOD factorization; all zero for any other.
+SupernodalInfo supernodal_info(const Factorization& f);
+/// CHOLMOD's own cholmod_solve2 on the factor of `f` (a factorized CHOLMOD factorization): the
+/// reference our substitutions are checked against. B, X column-major n × nrhs.
+SolveReport cholmod_reference_solve(const Factorization& f, std::span<const double> B,
+                                    std::span<double> X, index_t nrhs);
+
 /// The ordering `requested` resolves to for `backend` on `pattern` (never automatic).
 Ordering resolve_ordering(Backend backend, Ordering requested, const CsrPattern& pattern);
 
