@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "fem/error.hpp"
+#include "fem/threads.hpp"
 #if FEM_APP_HAS_SOLVERS
 #include "parallel.hpp"
 #else
@@ -29,6 +30,8 @@ inline int fail(const std::string& message, int code) {
 #endif
 
 int main(int argc, char** argv) {
+  // Idle OpenMP threads sleep, the BLAS runs on the calling thread (README.md, "Threads").
+  fem::apply_executable_thread_defaults(argv);
   CLI::App app{"fem: finite-element kernels that share state through one store"};
   app.require_subcommand(1);
   // Parse errors are one line like every other error ("fem: error: --steps: 0 must be at least 1").

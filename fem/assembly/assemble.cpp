@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "fem/threads.hpp"
+
 namespace fem::assembly::detail {
 
 namespace {
@@ -91,11 +93,10 @@ void throw_inverted_cell(const Mesh& mesh, index_t cell, double det) {
 void parallel_zero(std::span<double> values) {
   const auto n = static_cast<std::int64_t>(values.size());
   double* v = values.data();
-#pragma omp parallel
-  {
-#pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) v[i] = 0.0;
-  }
+  // Memory-bound: threads only for arrays of megabytes (2^18 values, about 0.1 ms each).
+  const int threads = threads_for(values.size(), std::size_t{1} << 18);
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) v[i] = 0.0;
 }
 
 }  // namespace fem::assembly::detail

@@ -13,6 +13,7 @@
 #include "fem/gpu/keys.hpp"
 #include "fem/lagrange.hpp"
 #include "fem/reference_cell.hpp"
+#include "fem/threads.hpp"
 
 namespace fem::assembly {
 
@@ -209,7 +210,10 @@ void apply_dirichlet(const DirichletValues& bc, const CsrPattern& p, std::span<d
   }
   const auto off = p.row_offsets();
   const auto col = p.col_indices();
-#pragma omp parallel for schedule(static)
+  // A row is a few ns: threads from 2·32768 rows on (fem/threads.hpp), in dynamic chunks so a
+  // thread on a core another process also wants takes fewer.
+  const int threads = threads_for(static_cast<std::size_t>(p.rows()), 32768);
+#pragma omp parallel for num_threads(threads) if (threads > 1) schedule(dynamic, 4096)
   for (index_t r = 0; r < p.rows(); ++r) {
     if (fixed[r]) {
       double diag = 1.0;

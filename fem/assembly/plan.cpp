@@ -2,13 +2,12 @@
 // blocks with one bitmask of used colours per DOF node.
 #include "fem/assembly/plan.hpp"
 
-#include <omp.h>
-
 #include <bit>
 #include <exception>
 #include <mutex>
 
 #include "fem/error.hpp"
+#include "fem/threads.hpp"
 
 namespace fem::assembly {
 namespace {
@@ -68,6 +67,11 @@ void colour_blocks(const DofMap& d, AssemblyPlan& p) {
   for (index_t b = 0; b < nblocks; ++b) p.color_blocks[cursor[remap[colour[b]]]++] = b;
 }
 
+// Cells per thread below which a colour runs on one thread (fem/threads.hpp): a P1 triangle
+// costs about 80 ns to assemble, so 4096 are about 0.3 ms, well above the wake-up of a
+// sleeping thread (10-100 µs); higher-order and 3D cells cost more, so they pay sooner.
+constexpr std::size_t kCellGrain = 4096;
+
 }  // namespace
 
 std::size_t AssemblyPlan::bytes() const noexcept {
@@ -114,11 +118,16 @@ void for_each_cell_block(const AssemblyPlan& plan, const std::function<void(inde
   };
   for (int k = 0; k < plan.num_colors() && !error; ++k) {
     const index_t begin = plan.color_offsets[k], end = plan.color_offsets[k + 1];
-    if (plan.last_color_serial && k + 1 == plan.num_colors()) {
+    // A colour's threads each get at least kCellGrain cells (blocks are whole); the serial
+    // colour gets one thread.
+    const bool serial = plan.last_color_serial && k + 1 == plan.num_colors();
+    const std::size_t cells = static_cast<std::size_t>(end - begin) * plan.block_size;
+    const int threads = serial ? 1 : std::min(threads_for(cells, kCellGrain), static_cast<int>(end - begin));
+    if (threads == 1) {
       for (index_t i = begin; i < end; ++i) run(plan.color_blocks[i]);
       continue;
     }
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
     for (index_t i = begin; i < end; ++i) run(plan.color_blocks[i]);
   }
   if (error) std::rethrow_exception(error);

@@ -58,7 +58,8 @@ class HostBackend final : public TableBackend<K, V> {
       return mark_one<HostAtomics>(t, keys[i], std::uint64_t(i), slots);
     });
     if (c->full) return;
-#pragma omp parallel for schedule(static)
+    const int nt = HostLaunch::threads(n);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, HostLaunch::chunk(n, nt))
     for (std::int64_t i = 0; i < nn; ++i) {
       if (i + kPrefetch < nn) __builtin_prefetch(&t.values[slots[i + kPrefetch]], 0, 0);
       flags_[i] = first_occurrence_flag(t, std::uint64_t(i), slots, ids);
@@ -70,7 +71,7 @@ class HostBackend final : public TableBackend<K, V> {
       resize_prefaulted(fresh_, n);
       fresh = fresh_.data();
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, HostLaunch::chunk(n, nt))
     for (std::int64_t i = 0; i < nn; ++i) {
       resolve_id(std::uint64_t(i), base, flags_.data(), ids, fresh);
       if (fresh[i]) t.values[slots[i]] = ids[i];
@@ -79,7 +80,8 @@ class HostBackend final : public TableBackend<K, V> {
 
   void find(TableRef<K, V> t, const K* keys, std::size_t n, V* values, std::uint8_t* found) override {
     const auto nn = static_cast<std::int64_t>(n);
-#pragma omp parallel for schedule(static)
+    const int nt = HostLaunch::threads(n);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, HostLaunch::chunk(n, nt))
     for (std::int64_t i = 0; i < nn; ++i) {
       if (i + kPrefetch < nn) prefetch_home(t, keys[i + kPrefetch]);
       const std::uint32_t s = find_key<HostAtomics>(t, keys[i]);
@@ -90,9 +92,9 @@ class HostBackend final : public TableBackend<K, V> {
 
   void export_entries(TableRef<K, V> t, std::size_t size, K* keys, V* values) override {
     const auto cap = static_cast<std::int64_t>(t.mask + 1);
-    const int max_threads = omp_get_max_threads();
+    const int max_threads = HostLaunch::threads(static_cast<std::size_t>(cap));
     std::vector<std::int64_t> offset(max_threads + 1, 0);
-#pragma omp parallel num_threads(max_threads)
+#pragma omp parallel num_threads(max_threads) if (max_threads > 1)
     {
       const int nt = omp_get_num_threads(), th = omp_get_thread_num();  // the team OpenMP gave
       const std::int64_t b = cap * th / nt, e = cap * (th + 1) / nt;
@@ -116,7 +118,10 @@ class HostBackend final : public TableBackend<K, V> {
     c->max_probe = 0;
     const auto cap = static_cast<std::int64_t>(from.mask + 1);
     unsigned max_probe = 0, full = 0;
-#pragma omp parallel for schedule(static) reduction(max : max_probe, full)
+    const auto n = static_cast<std::size_t>(cap);
+    const int nt = HostLaunch::threads(n);
+    const std::int64_t chunk = HostLaunch::chunk(n, nt);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, chunk) reduction(max : max_probe, full)
     for (std::int64_t s = 0; s < cap; ++s) {
       if (!slot_occupied(from.keys[s])) continue;
       const ProbeResult r = insert_one<HostAtomics>(to, from.keys[s], from.values[s]);
@@ -134,7 +139,8 @@ class HostBackend final : public TableBackend<K, V> {
     unsigned long long added = 0;
     unsigned max_probe = c->max_probe, full = c->full;
     const auto nn = static_cast<std::int64_t>(n);
-    if (omp_get_max_threads() == 1) {  // plain loads and stores instead of atomics
+    const int nt = HostLaunch::threads(n);
+    if (nt == 1) {  // plain loads and stores instead of atomics
       HostAtomics::serial = true;
       for (std::int64_t i = 0; i < nn; ++i) {
         const ProbeResult r = body(i);
@@ -144,7 +150,9 @@ class HostBackend final : public TableBackend<K, V> {
       }
       HostAtomics::serial = false;
     } else {
-#pragma omp parallel for schedule(static) reduction(+ : added) reduction(max : max_probe, full)
+      const std::int64_t chunk = HostLaunch::chunk(n, nt);
+#pragma omp parallel for num_threads(nt) schedule(dynamic, chunk) reduction(+ : added) \
+    reduction(max : max_probe, full)
       for (std::int64_t i = 0; i < nn; ++i) {
         const ProbeResult r = body(i);
         added += r.inserted;

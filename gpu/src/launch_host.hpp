@@ -15,6 +15,7 @@
 
 #include "fem/gpu/detail/table_ops.hpp"
 #include "fem/gpu/executor.hpp"
+#include "fem/threads.hpp"
 
 namespace fem::gpu::detail {
 
@@ -26,16 +27,31 @@ struct HostLaunch {
   static constexpr bool has_row_positions = false;
 #endif
 
+  /// Items per thread below which a loop runs on one thread (fem/threads.hpp): the cheapest
+  /// bodies here (a flag, a copy) take a few ns, so 32768 of them are about 0.1 ms, ten times
+  /// the wake-up of a sleeping thread; the per-cell bodies are ten times dearer.
+  static constexpr std::size_t grain = 65536;
+
+  /// Threads for a loop of n items (1: run it serially).
+  static int threads(std::size_t n) { return threads_for(n, grain); }
+
+  /// Dynamic chunks, about 16 per thread: a thread on a core another process also wants takes
+  /// fewer of them instead of holding up the loop with a fixed share.
+  static std::int64_t chunk(std::size_t n, int threads) {
+    return std::max<std::int64_t>(2048, static_cast<std::int64_t>(n) / (16 * threads));
+  }
+
   template <class F>
   static void for_each(const Executor&, std::size_t n, F f) {
     const auto nn = static_cast<std::int64_t>(n);
-    if (omp_get_max_threads() == 1 || nn < 4096) {
+    const int nt = threads(n);
+    if (nt == 1) {
       Atomics::serial = true;
       for (std::int64_t i = 0; i < nn; ++i) f(static_cast<std::size_t>(i));
       Atomics::serial = false;
       return;
     }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(nt) schedule(dynamic, chunk(n, nt))
     for (std::int64_t i = 0; i < nn; ++i) f(static_cast<std::size_t>(i));
   }
 
@@ -137,13 +153,22 @@ struct HostLaunch {
   /// data[0..n) becomes its exclusive prefix sum; returns the total.
   template <class T>
   static std::uint64_t exclusive_scan(const Executor&, T* data, std::size_t n) {
+    const auto nn = static_cast<std::int64_t>(n);
+    const int threads_wanted = threads(n);
+    if (threads_wanted == 1) {
+      std::uint64_t run = 0;
+      for (std::int64_t i = 0; i < nn; ++i) {
+        const auto v = static_cast<std::uint64_t>(data[i]);
+        data[i] = static_cast<T>(run);
+        run += v;
+      }
+      return run;
+    }
     // The team may be smaller than asked (nested in a parallel region, OMP_THREAD_LIMIT,
     // OMP_DYNAMIC): the blocks follow the team OpenMP actually gives.
-    const int max_threads = omp_get_max_threads();
-    std::vector<std::uint64_t> partial(max_threads + 1, 0);
-    const auto nn = static_cast<std::int64_t>(n);
+    std::vector<std::uint64_t> partial(threads_wanted + 1, 0);
     int team = 1;
-#pragma omp parallel num_threads(max_threads)
+#pragma omp parallel num_threads(threads_wanted)
     {
       const int nt = omp_get_num_threads(), t = omp_get_thread_num();
 #pragma omp single

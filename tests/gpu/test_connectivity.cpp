@@ -8,6 +8,7 @@
 #include <array>
 #include <set>
 
+#include "../support/parallel_paths.hpp"
 #include "executors.hpp"
 #include "fem/error.hpp"
 #include "fem/gpu/connectivity.hpp"
@@ -81,7 +82,11 @@ void expect_matches_reference(const Connectivity& conn, const DofMap& d, int bs)
       }
 }
 
-class ConnectivityTest : public ::testing::TestWithParam<Target> {};
+// The host twin's parallel paths even on these small meshes (fem/threads.hpp would run them on
+// one thread).
+class ConnectivityTest : public ::testing::TestWithParam<Target> {
+  fem::testing::ParallelPaths parallel_;
+};
 
 TEST_P(ConnectivityTest, PatternAndSlotsMatchSortUnique) {
   FEM_TEST_EXECUTOR(GetParam(), exec);
@@ -144,6 +149,7 @@ TEST_P(ConnectivityTest, DegenerateInputsMatchSortUnique) {
 // Called from inside a parallel region (nested parallelism off), the host twin's loops get a
 // team of one thread while omp_get_max_threads() still says 4: the scans must follow the team
 // OpenMP gives, not the one they asked for (they once left blocks unscanned and overflowed).
+// fem::threads_for now runs them serially there; the results must still be right.
 TEST(ConnectivityHost, InsideAParallelRegionTheTeamIsSmallerThanAsked) {
   const int saved_threads = omp_get_max_threads(), saved_levels = omp_get_max_active_levels();
   omp_set_max_active_levels(1);

@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 
+#include "../support/parallel_paths.hpp"
 #include "executors.hpp"
 #include "fem/gpu/hash_table.hpp"
 #include "fem/store.hpp"
@@ -34,7 +35,11 @@ std::vector<K> sorted_unique(std::vector<K> v) {
   return v;
 }
 
-class HashTableTest : public ::testing::TestWithParam<Target> {};
+// The host twin's parallel paths even for small tables, on every thread asked for however busy
+// the machine is (fem/threads.hpp would otherwise use fewer).
+class HashTableTest : public ::testing::TestWithParam<Target> {
+  fem::testing::ParallelPaths parallel_;
+};
 
 TEST_P(HashTableTest, InsertGivesExactlyTheUniquePairsOfAMesh) {
   FEM_TEST_EXECUTOR(GetParam(), exec);
@@ -226,6 +231,7 @@ TEST_P(HashTableTest, SameResultsAsTheHostTwin) {
 INSTANTIATE_TEST_SUITE_P(Executors, HashTableTest, fem::gpu::testing::all_targets, fem::gpu::testing::target_name);
 
 TEST(HashTable, NumberingDoesNotDependOnTheThreadCount) {
+  const fem::testing::ParallelPaths parallel;
   const auto keys = pair_stream(fem::mesh::unit_cube(fem::CellType::tet4, 6));
   std::vector<std::vector<std::uint32_t>> runs;
   const int before = omp_get_max_threads();

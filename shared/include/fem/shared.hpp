@@ -12,4 +12,5 @@
 #include "fem/mesh.hpp"
 #include "fem/reference_cell.hpp"
 #include "fem/store.hpp"
+#include "fem/threads.hpp"
 #include "fem/type_name.hpp"
