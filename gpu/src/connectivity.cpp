@@ -65,7 +65,7 @@ BoundaryFacets find_boundary_facets(const Executor& exec, const Mesh& mesh) {
   const bool wide = ft.nv >= 3 && mesh.num_nodes() >= packed_triple_limit;
   if (exec.kind() == Executor::Kind::cuda) return detail::boundary_facets_cuda(exec, mesh, ft, wide);
   return wide ? detail::boundary_facets_impl<detail::HostLaunch, Key128>(exec, mesh, ft)
-              : detail::boundary_facets_impl<detail::HostLaunch, std::uint64_t>(exec, mesh, ft);
+              : detail::boundary_facets_local_impl<detail::HostLaunch>(exec, mesh, ft);
 }
 
 }  // namespace fem::gpu

@@ -189,11 +189,11 @@ FEM_HD_INLINE std::uint64_t home_slot(const TableRef<K, V>& t, const K& key) {
   return KeyTraits<K>::hash(key) & t.mask;
 }
 
-/// Find `key`'s slot, claiming an empty one if it is absent. Lock-free for 64-bit keys; 128-bit
-/// keys claim their slot by writing a "locked" marker into the hi word, then lo, then hi.
+/// Find `key`'s slot, probing from `slot`, claiming an empty one if it is absent. Lock-free for
+/// 64-bit keys; 128-bit keys claim their slot by writing a "locked" marker into the hi word, then
+/// lo, then hi. Every insert and find of a key must start from the same slot.
 template <class A, class K, class V>
-FEM_HD_INLINE ProbeResult insert_key(const TableRef<K, V>& t, const K& key) {
-  std::uint64_t slot = home_slot(t, key);
+FEM_HD_INLINE ProbeResult insert_key_from(const TableRef<K, V>& t, const K& key, std::uint64_t slot) {
   const std::uint64_t limit = t.probe_limit ? t.probe_limit : t.mask + 1;
   for (std::uint64_t probes = 1; probes <= limit; ++probes) {
     if constexpr (std::is_same_v<K, std::uint64_t>) {
@@ -226,6 +226,12 @@ FEM_HD_INLINE ProbeResult insert_key(const TableRef<K, V>& t, const K& key) {
     slot = (slot + 1) & t.mask;
   }
   return {0, std::uint32_t(limit), false, true};
+}
+
+/// insert_key_from() the key's home slot.
+template <class A, class K, class V>
+FEM_HD_INLINE ProbeResult insert_key(const TableRef<K, V>& t, const K& key) {
+  return insert_key_from<A>(t, key, home_slot(t, key));
 }
 
 /// The slot holding `key`, or not_found. Only valid when no insert runs concurrently.
