@@ -107,7 +107,7 @@ void run_elasticity(const ElasticityOptions& o) {
 
   w = Stopwatch();
   const auto pattern = assembler->pattern();
-  std::vector<double> values(pattern->nnz(), 0.0);
+  std::vector<double> values = prefaulted_vector<double>(pattern->nnz());
   std::vector<double> b(V.num_dofs(), 0.0);
   system.check_tags(tractions);
   parallel::local([&] {

@@ -85,7 +85,8 @@ void run_heat(const HeatOptions& o) {
   const auto pattern = assembler->pattern();
   const auto n = static_cast<std::size_t>(V.num_dofs());
   // Local matrices and vectors are partial sums on the DOFs shared by ranks (distributed runs).
-  std::vector<double> mass(pattern->nnz(), 0.0), values(pattern->nnz(), 0.0);
+  std::vector<double> mass = prefaulted_vector<double>(pattern->nnz()),
+                      values = prefaulted_vector<double>(pattern->nnz());
   std::vector<double> fixed(n, 0.0);  // dt · (Neumann fluxes; the source too when it does not use t)
   const bool source_uses_t = source && source->uses_time();
   std::vector<double> u;
@@ -94,7 +95,8 @@ void run_heat(const HeatOptions& o) {
     matrices.matrix_into(assembly::Mass{}, mass);
     matrices.matrix_into(assembly::Diffusion{k}, values);
     for (const auto& nm : neumann) assembler->vector_into(nm, fixed);
-    if (source && !source_uses_t) assembler->vector_into(assembly::Source{source->function()}, fixed);
+    if (source && !source_uses_t)
+      assembler->vector_into(assembly::Source{source->function(), source->batch_function()}, fixed);
     u = assembly::interpolate(V, initial->function());
   });
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = mass[i] + o.dt * values[i];
@@ -138,7 +140,9 @@ void run_heat(const HeatOptions& o) {
     if (source_uses_t) {
       source->set_time(time);
       std::fill(f.begin(), f.end(), 0.0);
-      parallel::local([&] { assembler->vector_into(assembly::Source{source->function()}, f); });
+      parallel::local([&] {
+        assembler->vector_into(assembly::Source{source->function(), source->batch_function()}, f);
+      });
       for (std::size_t i = 0; i < n; ++i) b[i] += o.dt * f[i];
     }
     assembly::zero_dirichlet(bc, b);

@@ -51,12 +51,12 @@ void run_poisson(const PoissonOptions& o) {
 
   w = Stopwatch();
   const auto pattern = assembler->pattern();
-  std::vector<double> values(pattern->nnz(), 0.0);
+  std::vector<double> values = prefaulted_vector<double>(pattern->nnz());
   std::vector<double> b(V.num_dofs(), 0.0);
   system.check_tags(neumann);
   parallel::local([&] {
     matrices.matrix_into(assembly::Diffusion{k}, values);
-    if (source) assembler->vector_into(assembly::Source{source->function()}, b);
+    if (source) assembler->vector_into(assembly::Source{source->function(), source->batch_function()}, b);
     for (const auto& n : neumann) assembler->vector_into(n, b);
   });
   const auto bc = system.dirichlet_values(dirichlet);

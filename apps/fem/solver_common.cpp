@@ -2,7 +2,6 @@
 #include "solver_common.hpp"
 
 #include <fmt/format.h>
-#include <muParser.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -27,118 +26,13 @@
 namespace fem::app {
 
 namespace {
-
-std::atomic<std::uint64_t> next_expression_id{1};
-
-/// One thread's parser for one expression, with its variables.
-struct LocalParser {
-  mu::Parser parser;
-  double x = 0, y = 0, z = 0, t = 0;
-  explicit LocalParser(const std::string& text) {
-    parser.DefineVar("x", &x);
-    parser.DefineVar("y", &y);
-    parser.DefineVar("z", &z);
-    parser.DefineVar("t", &t);
-    parser.DefineConst("pi", 3.14159265358979323846);
-    parser.SetExpr(text);
-  }
-};
-
-}  // namespace
-
-namespace {
 /// `s` without leading and trailing blanks.
 std::string trimmed(const std::string& s) {
   const auto a = s.find_first_not_of(" \t"), b = s.find_last_not_of(" \t");
   return a == std::string::npos ? std::string() : s.substr(a, b - a + 1);
 }
 
-/// An '=' that is not part of ==, <=, >=, != assigns to a variable (muparser's =, +=, -=, ...).
-bool assigns(const std::string& text) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '=') continue;
-    const char before = i > 0 ? text[i - 1] : ' ', after = i + 1 < text.size() ? text[i + 1] : ' ';
-    if (after == '=') {
-      ++i;
-      continue;
-    }
-    if (before != '<' && before != '>' && before != '!') return true;
-  }
-  return false;
-}
-
-std::string point_words(const double* x, int gdim) {
-  if (!x) return "";
-  static constexpr const char* names[] = {"x", "y", "z"};
-  std::string n, v;
-  for (int d = 0; d < gdim; ++d) {
-    n += fmt::format("{}{}", d ? ", " : "", names[d]);
-    v += fmt::format("{}{:.6g}", d ? ", " : "", x[d]);
-  }
-  return gdim == 1 ? fmt::format(" at x = {}", v) : fmt::format(" at ({}) = ({})", n, v);
-}
 }  // namespace
-
-Expression::Expression(std::string option, std::string text, int gdim, Admissible admissible)
-    : state_(std::make_shared<State>()) {
-  state_->option = std::move(option);
-  state_->text = std::move(text);
-  state_->gdim = gdim;
-  state_->id = next_expression_id++;
-  state_->admissible = std::move(admissible);
-  if (assigns(state_->text))
-    throw Error(fmt::format("{} '{}': '=' assigns to a variable inside the expression (write a comparison as "
-                            "'==')",
-                            state_->option, state_->text));
-  double value = 0;
-  try {
-    LocalParser p(state_->text);
-    value = p.parser.Eval();
-    const auto used = p.parser.GetUsedVar();
-    state_->constant = used.empty();
-    state_->uses_t = used.count("t") > 0;
-  } catch (const mu::Parser::exception_type& e) {
-    throw Error(fmt::format("{} '{}': bad expression: {}", state_->option, state_->text, e.GetMsg()));
-  }
-  // A constant is checked now, before any work; the others where they are evaluated.
-  if (state_->constant && (!std::isfinite(value) || !state_->admissible.contains(value)))
-    reject(value, nullptr, 0.0);
-}
-
-void Expression::reject(double value, const double* x, double t) const {
-  const State& s = *state_;
-  const std::string what = std::isnan(value)   ? std::string("is NaN")
-                           : std::isinf(value) ? fmt::format("is {}infinite", value < 0 ? "-" : "+")
-                                               : fmt::format("is {:.6g}", value);
-  throw Error(fmt::format("{} = '{}' {}{}{}{}", s.option, s.text, what, point_words(x, s.gdim),
-                          s.uses_t ? fmt::format(", t = {:.6g}", t) : "",
-                          std::isfinite(value) && !s.admissible.words.empty() ? ": " + s.admissible.words
-                          : std::isfinite(value)                             ? ""
-                                                                             : ": a value must be finite"));
-}
-
-double Expression::operator()(const double* x) const {
-  thread_local std::unordered_map<std::uint64_t, std::unique_ptr<LocalParser>> parsers;
-  auto& p = parsers[state_->id];
-  if (!p) p = std::make_unique<LocalParser>(state_->text);
-  const int d = x ? state_->gdim : 0;  // x == nullptr: a constant's value
-  p->x = d > 0 ? x[0] : 0.0;
-  p->y = d > 1 ? x[1] : 0.0;
-  p->z = d > 2 ? x[2] : 0.0;
-  p->t = state_->t.load(std::memory_order_relaxed);
-  const double v = p->parser.Eval();
-  if (!std::isfinite(v) || !state_->admissible.contains(v)) [[unlikely]]
-    reject(v, x, p->t);
-  return v;
-}
-
-assembly::Function Expression::function() const {
-  return [e = *this](const double* x) { return e(x); };
-}
-
-assembly::VectorFunction Expression::vector_function() const {
-  return [e = *this](const double* x, double* v) { v[0] = e(x); };
-}
 
 TaggedExpression split_tagged(const std::string& option, const std::string& value) {
   const auto eq = value.find('=');

@@ -1,7 +1,7 @@
-// Shared pieces of the solver subcommands (poisson, heat, nonlinear, elasticity): muparser
-// expressions that are safe to call from the assembly's OpenMP threads, TAG=VALUE options
-// resolved against the mesh's physical names, solver and device options, the phase timing table,
-// cache counters and JSON output.
+// Shared pieces of the solver subcommands (poisson, heat, nonlinear, elasticity): expressions
+// (expression.hpp) per tag and per component, TAG=VALUE options resolved against the mesh's
+// physical names, solver and device options, the phase timing table, cache counters and JSON
+// output.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "expression.hpp"
 #include "fem/assembly/assembly.hpp"
 #include "fem/assembly/device.hpp"
 #include "fem/gpu/executor.hpp"
@@ -25,54 +26,6 @@
 #include "fem/store.hpp"
 
 namespace fem::app {
-
-/// The values a quantity may take, in words for messages ("must be positive").
-struct Admissible {
-  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
-  bool lo_open = true, hi_open = true;
-  std::string words;  ///< e.g. "must be positive"; empty: any finite value
-  bool contains(double v) const noexcept {
-    return (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
-  }
-  static Admissible any() { return {}; }
-  static Admissible positive(std::string what) {
-    return {0.0, std::numeric_limits<double>::infinity(), true, true, what + " must be positive"};
-  }
-};
-
-/// A muparser expression in x, y, z and t. Parsed and checked once at construction (a bad
-/// expression, or one that assigns to a variable, is a fem::Error naming `option` and the text);
-/// evaluation uses one parser per thread, so the functions it makes may be called from OpenMP
-/// threads. Every value it gives is checked where it is evaluated: NaN or infinite, or outside
-/// `admissible`, is a fem::Error naming the option, the text, the value and the point (x, y, z,
-/// t). t is shared by all copies and set with set_time() between assemblies.
-class Expression {
- public:
-  Expression(std::string option, std::string text, int gdim, Admissible admissible = {});
-  const std::string& text() const noexcept { return state_->text; }
-  const std::string& option() const noexcept { return state_->option; }
-  void set_time(double t) const { state_->t.store(t); }
-  double operator()(const double* x) const;
-  assembly::Function function() const;
-  assembly::VectorFunction vector_function() const;
-  /// A constant expression (no x, y, z, t) evaluated once, for per-tag coefficient values.
-  bool is_constant() const noexcept { return state_->constant; }
-  /// Whether it uses t.
-  bool uses_time() const noexcept { return state_->uses_t; }
-
- private:
-  struct State {
-    std::string option, text;
-    int gdim = 2;
-    std::uint64_t id = 0;
-    std::atomic<double> t{0.0};
-    bool constant = false;
-    bool uses_t = false;
-    Admissible admissible;
-  };
-  [[noreturn]] void reject(double value, const double* x, double t) const;
-  std::shared_ptr<State> state_;
-};
 
 /// One `TAG=EXPR` option value split at the first '='.
 struct TaggedExpression {

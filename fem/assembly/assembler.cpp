@@ -30,6 +30,54 @@ void with_coefficient(const Coefficient& c, F&& f) {
     f(CoefficientRef{&c});
 }
 
+// Quadrature points per call of a source's batch function: enough to spread the call and the
+// dispatch of an interpreted expression thin, few enough to stay in L1.
+constexpr int kBatchPoints = 256;
+
+// ∫ f v with f evaluated through its batch function: the cells' quadrature points gathered (whole
+// cells, up to kBatchPoints points), f at all of them in one call, then each cell's vector summed
+// in kernels::Source's order.
+void assemble_source_batched(const FunctionSpace& V, const AssemblyPlan& plan, const BatchFunction& f,
+                             int quadrature_degree, std::span<double> b) {
+  FEM_EXPECTS(b.size() == static_cast<std::size_t>(V.num_dofs()),
+              "vector of {} entries, the space has {} DOFs", b.size(), V.num_dofs());
+  detail::visit_space<Blocks::scalar>(V, [&]<class E, class G, int BS>() {
+    constexpr int n = E::n, dim = E::dim;
+    const detail::Tabulation<E, G> tab(quadrature(V.element(), quadrature_degree));
+    const index_t* cell_nodes = V.dofmap().cell_nodes.data();
+    const double* phi = tab.phi.data();
+    double* out = b.data();
+    const int nq = tab.nq;
+    const int cells_per_batch = std::max(1, kBatchPoints / std::max(nq, 1));
+    detail::visit_rule_size<G>(nq, [&]<int NQ>() {
+      for_each_cell_block(plan, [&](index_t first, index_t last) {
+        detail::CellEvaluator<E, G, BS, NQ> ev(tab, V.mesh(), V.dofmap(), {});
+        std::vector<double> x(static_cast<std::size_t>(cells_per_batch) * nq * dim),
+            w(static_cast<std::size_t>(cells_per_batch) * nq), fx(w.size());
+        for (index_t c0 = first; c0 < last; c0 += cells_per_batch) {
+          const index_t c1 = std::min<index_t>(last, c0 + cells_per_batch);
+          for (index_t c = c0; c < c1; ++c) {
+            const auto& cv = ev.reinit(c);
+            const std::size_t k = static_cast<std::size_t>(c - c0) * nq;
+            const int m = NQ > 0 ? NQ : nq;  // fixed-size copies where the rule size is known
+            for (int j = 0; j < m * dim; ++j) x[k * dim + j] = cv.x[j];
+            for (int j = 0; j < m; ++j) w[k + j] = cv.weight[j];
+          }
+          f(static_cast<std::size_t>(c1 - c0) * nq, x.data(), fx.data());
+          for (index_t c = c0; c < c1; ++c) {
+            const std::size_t k = static_cast<std::size_t>(c - c0) * nq;
+            double be[n] = {};
+            for (int q = 0; q < (NQ > 0 ? NQ : nq); ++q)
+              for (int i = 0; i < n; ++i) be[i] += w[k + q] * fx[k + q] * phi[q * n + i];
+            const index_t* nodes = cell_nodes + static_cast<std::size_t>(c) * n;
+            for (int i = 0; i < n; ++i) out[nodes[i]] += be[i];
+          }
+        }
+      });
+    });
+  });
+}
+
 bool affine(const FunctionSpace& V) {
   const CellType g = V.mesh().cell_type();
   return g == CellType::line2 || g == CellType::tri3 || g == CellType::tet4;
@@ -84,11 +132,16 @@ void Assembler::matrix_into(const Elasticity& form, std::span<double> values) co
 }
 
 void Assembler::vector_into(const Source& form, std::span<double> b) const {
-  FEM_EXPECTS(form.f != nullptr, "a source needs a function");
+  FEM_EXPECTS(form.f != nullptr || form.batch != nullptr, "a source needs a function");
   FEM_EXPECTS(space_.components() == 1, "a scalar source on the vector space {}; use VectorSource", space_.name());
-  auto f = [&](const double* x, double* v) { v[0] = form.f(x); };
-  assemble_vector<Blocks::scalar>(space_, *plan_, kernels::Source<decltype(f)>{f},
-                                  quadrature_degree(space_.degree() + 2), b);
+  // A pointwise f goes through the same loop, one call per point: the two give the same vector
+  // bit for bit (two differently inlined loops may contract different products into FMAs).
+  const int gdim = space_.mesh().gdim();
+  const BatchFunction pointwise = [&](std::size_t count, const double* x, double* values) {
+    for (std::size_t i = 0; i < count; ++i) values[i] = form.f(x + i * gdim);
+  };
+  assemble_source_batched(space_, *plan_, form.batch ? form.batch : pointwise, quadrature_degree(space_.degree() + 2),
+                          b);
 }
 
 void Assembler::vector_into(const VectorSource& form, std::span<double> b) const {

@@ -18,6 +18,11 @@ namespace fem::assembly {
 using Function = std::function<double(const double* x)>;
 /// A function of position with one value per component, written to `value`.
 using VectorFunction = std::function<void(const double* x, double* value)>;
+/// A scalar function at `count` points in one call: x holds count × (coordinates of the mesh)
+/// values, point after point, and f(point i) goes to values[i]. Assembly loops gather many
+/// quadrature points for one call, so an interpreted or vectorised function pays its dispatch
+/// once per batch instead of once per point.
+using BatchFunction = std::function<void(std::size_t count, const double* x, double* values)>;
 
 /// A coefficient: constant, one value per cell, one value per cell tag, or a function of x.
 class Coefficient {
@@ -80,9 +85,11 @@ struct Elasticity {
   Plane plane = Plane::strain;
 };
 
-/// ∫ f v (scalar spaces).
+/// ∫ f v (scalar spaces). With `batch` set (the same function as `f`, point by point), the
+/// assembly evaluates f through it, a few hundred quadrature points per call.
 struct Source {
   Function f;
+  BatchFunction batch = nullptr;
 };
 
 /// ∫ f·v with f one value per component (e.g. a body force).

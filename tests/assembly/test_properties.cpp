@@ -9,6 +9,7 @@
 
 #include "fem/assembly/assembly.hpp"
 #include "fem/mesh/generate.hpp"
+#include "../support/parallel_paths.hpp"
 #include "helpers.hpp"
 
 namespace {
@@ -130,6 +131,7 @@ TEST(Properties, RigidMotionsAreInTheKernelOfElasticity) {
 }
 
 TEST(Properties, BitwiseIdenticalForAnyThreadCount) {
+  const fem::testing::ParallelPaths parallel;  // threads even for colours of a few blocks
   const auto mesh = std::make_shared<const fem::Mesh>(fem::mesh::unit_cube(CellType::tet4, 12));
   const FunctionSpace V(mesh, 2);
   const Assembler a(V);
@@ -148,6 +150,7 @@ TEST(Properties, BitwiseIdenticalForAnyThreadCount) {
 }
 
 TEST(Properties, BigBlocksAreAFunctionOfTheMeshAndBitwiseIdenticalForAnyThreadCount) {
+  const fem::testing::ParallelPaths parallel;
   // 80k cells: blocks of more than 256 cells (sized from the cell count), several colours.
   const auto mesh = std::make_shared<const fem::Mesh>(fem::mesh::unit_square(CellType::tri3, 200));
   const FunctionSpace V(mesh, 1);
@@ -185,6 +188,43 @@ TEST(Properties, UserKernelThroughTheExtensionPoint) {
   a.matrix_into(reaction, 4, mine);
   const auto library = values_of(a, Mass{3.0});
   for (std::size_t k = 0; k < mine.size(); ++k) EXPECT_NEAR(mine[k], library[k], 1e-14);
+}
+
+// A source evaluated in batches of quadrature points (what the driver's expressions use) gives
+// the pointwise path's vector bit for bit, on every element (fixed-size rules of affine simplices
+// and run-time ones alike), with the batches covering every point once; and a user's source
+// kernel through the extension point, to rounding.
+TEST(Properties, BatchedSourceIsThePointwiseSourceBitForBit) {
+  auto f = [](const double* x) { return std::sin(7 * x[1]) + x[0] * x[0]; };
+  for (const Case& c : kCases) {
+    const FunctionSpace V(mesh_for(c.cell, 5), c.degree);
+    const Assembler a(V);
+    const int gdim = V.mesh().gdim();
+    std::size_t points = 0, calls = 0;
+    BatchFunction batch = [&](std::size_t count, const double* x, double* values) {
+      points += count;
+      ++calls;
+      for (std::size_t i = 0; i < count; ++i) values[i] = f(x + i * gdim);
+    };
+    const auto pointwise = a.vector(Source{f});
+    const auto batched = a.vector(Source{nullptr, batch});
+    ASSERT_EQ(pointwise.size(), batched.size()) << c.name;
+    EXPECT_EQ(0, std::memcmp(pointwise.data(), batched.data(), pointwise.size() * sizeof(double))) << c.name;
+    const auto nq =
+        static_cast<std::size_t>(quadrature(V.element(), a.quadrature_degree(V.degree() + 2)).size());
+    EXPECT_EQ(points, static_cast<std::size_t>(V.mesh().num_cells()) * nq) << c.name;
+    EXPECT_LT(calls, static_cast<std::size_t>(V.mesh().num_cells())) << c.name;  // many points per call
+    auto source = [&](const auto& cv, double* be) {
+      for (int q = 0; q < cv.num_points; ++q) {
+        const double fq = f(cv.point(q));
+        for (int i = 0; i < cv.n; ++i) be[i] += cv.weight[q] * fq * cv.basis(q, i);
+      }
+    };
+    std::vector<double> kernel(V.num_dofs(), 0.0);
+    a.vector_into(source, a.quadrature_degree(V.degree() + 2), kernel);
+    for (std::size_t i = 0; i < kernel.size(); ++i)
+      EXPECT_NEAR(batched[i], kernel[i], 1e-15 * (1 + std::abs(kernel[i]))) << c.name << ", entry " << i;
+  }
 }
 
 TEST(Cache, ConnectivityIsBuiltOnceAndRebuiltForANewMeshVersion) {
