@@ -20,18 +20,33 @@ std::unique_ptr<Factorization> make_automatic(const Options& options);
 
 /// The triangular solves of a CHOLMOD factorization (for tests and benchmarks).
 struct SupernodalInfo {
-  bool ours = false;          ///< solved by detail::SupernodalSolve (else cholmod_solve2)
-  int subtrees = 0;           ///< independent subtrees solved in parallel (0: one serial sweep)
-  std::int64_t entries = 0;   ///< stored entries of L, explicit zeros included
-  std::int64_t supernodes = 0;
-  std::int64_t row_indices = 0;  ///< of the supernodes (n of them on the diagonal)
+  bool ours = false;             ///< solved by detail::SupernodalSolve on the packed factor
+  int subtrees = 0;              ///< independent subtrees solved in parallel (0: one serial sweep)
+  std::int64_t entries = 0;      ///< entries a substitution reads (the packed factor's, when ours)
+  std::int64_t stored = 0;       ///< entries CHOLMOD allocates (relaxed supernodes, whole blocks)
+  std::int64_t supernodes = 0;   ///< CHOLMOD's (relaxed) supernodes
+  std::int64_t nodes = 0;        ///< the solve layout's nodes
+  std::int64_t row_indices = 0;  ///< the solve reads, below the nodes' diagonal blocks
 };
 /// Of `f`, a factorized CHOLMOD factorization; all zero for any other.
 SupernodalInfo supernodal_info(const Factorization& f);
-/// CHOLMOD's own cholmod_solve2 on the factor of `f` (a factorized CHOLMOD factorization): the
-/// reference our substitutions are checked against. B, X column-major n × nrhs.
-SolveReport cholmod_reference_solve(const Factorization& f, std::span<const double> B,
-                                    std::span<double> X, index_t nrhs);
+
+/// CHOLMOD's own numeric factorization of A in the symbolic analysis of `f` (an analyzed CHOLMOD
+/// factorization), left in CHOLMOD's layout, and cholmod_solve2 with it: the same factor our
+/// packed one holds, solved by CHOLMOD, the reference our substitutions are checked against.
+class CholmodReference {
+ public:
+  CholmodReference(const Factorization& f, const CsrMatrix& A);
+  ~CholmodReference();
+  CholmodReference(const CholmodReference&) = delete;
+  CholmodReference& operator=(const CholmodReference&) = delete;
+  /// B, X column-major n × nrhs.
+  SolveReport solve(std::span<const double> B, std::span<double> X, index_t nrhs) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// The ordering `requested` resolves to for `backend` on `pattern` (never automatic).
 Ordering resolve_ordering(Backend backend, Ordering requested, const CsrPattern& pattern);

@@ -1,3 +1,4 @@
+// Our substitutions with a supernodal Cholesky factor, and the factor's packing for them.
 #include <omp.h>
 
 #include <algorithm>
@@ -8,12 +9,18 @@
 namespace fem::solve::detail {
 namespace {
 
-// Factors with fewer stored entries (8 MB) are solved in one serial sweep: a parallel region
-// costs more than the subtrees would save, and the sweep needs no buffers.
+// Factors with fewer entries (8 MB) are solved in one serial sweep: a parallel region costs
+// more than the subtrees would save, and the sweep needs no buffers.
 constexpr std::int64_t parallel_entries = std::int64_t{1} << 20;
 // Subtrees are split until none holds more than 1/split_parts of the factor: enough for an
 // even share on a few cores, few enough that the buffers of the rows above them stay small.
 constexpr std::int64_t split_parts = 16;
+// Fundamental supernodes are chained (a child into its parent, when they are consecutive in
+// one of CHOLMOD's supernodes) up to this many columns, whatever zeros that adds, and beyond it
+// while the zeros added stay under a fraction of the node's entries: a node's fixed cost (its
+// rows gathered and scattered, its columns' triangle) is worth a few entries.
+constexpr int chain_columns = 4;
+constexpr double chain_zeros = 0.05;
 
 using Structure = SupernodalSolve::Structure;
 
@@ -23,34 +30,40 @@ double* grow(std::vector<double>& v, std::size_t n) {
   return v.data();
 }
 
+// Entries of a node's lower trapezoid: cols columns, rows rows (its own columns included).
+std::int64_t trapezoid(std::int64_t cols, std::int64_t rows) { return cols * rows - cols * (cols - 1) / 2; }
+
 struct Node {
   int first_col, cols, rows;  // columns first_col .. first_col + cols - 1; rows (own included)
-  const double* L;            // column-major, leading dimension `rows`
+  const double* L;            // the lower trapezoid, column after column
   const int* below;           // the row indices below the diagonal block (rows - cols)
+  std::int64_t size;          // entries
 };
 
-inline Node node(const Structure& st, const double* x, int k) {
-  const int k1 = st.super[k], psi = st.pi[k];
-  const int cols = st.super[k + 1] - k1, rows = st.pi[k + 1] - psi;
-  return {k1, cols, rows, x + st.px[k], st.s + psi + cols};
+// Column j of a node: p[i] is L(i, j) for the node's rows i >= j (column j holds rows - j).
+inline const double* column(const Node& nd, int j) {
+  return nd.L + static_cast<std::ptrdiff_t>(j) * nd.rows - static_cast<std::ptrdiff_t>(j) * (j + 1) / 2;
 }
 
 // The hardware prefetchers lose the factor's stream at every supernode boundary, every few
 // hundred bytes in 2D: the sweeps keep the next `ahead` bytes of the factor requested.
+// The hardware prefetchers lose the factor's stream at every node boundary, every few hundred
+// bytes in 2D: the sweeps keep the next `ahead` bytes of the factor requested (beyond the
+// first `ahead` bytes of a large node, whose columns the hardware streams by itself).
 class Prefetch {
  public:
   static constexpr std::ptrdiff_t ahead = 16384;
   // Forward: the factor is read upwards from `nd`.
   void up(const Node& nd) {
     const char* begin = reinterpret_cast<const char*>(nd.L);
-    const char* want = begin + static_cast<std::ptrdiff_t>(nd.rows) * nd.cols * 8 + ahead;
+    const char* want = begin + std::min<std::ptrdiff_t>(nd.size * 8, ahead) + ahead;
     if (next_ < begin || next_ > want + ahead) next_ = begin;
     for (; next_ < want; next_ += 64) __builtin_prefetch(next_, 0, 3);
   }
   // Backward: downwards from the end of `nd`.
   void down(const Node& nd) {
-    const char* end = reinterpret_cast<const char*>(nd.L + static_cast<std::ptrdiff_t>(nd.rows) * nd.cols);
-    const char* want = reinterpret_cast<const char*>(nd.L) - ahead;
+    const char* end = reinterpret_cast<const char*>(nd.L + nd.size);
+    const char* want = end - std::min<std::ptrdiff_t>(nd.size * 8, ahead) - ahead;
     if (next_ > end || next_ < want - ahead || next_ == nullptr) next_ = end;
     while (next_ > want) {
       next_ -= 64;
@@ -73,14 +86,14 @@ void forward1(const Node& nd, double* __restrict y, index_t column_end, const in
   std::fill(w + cols, w + rows, 0.0);
   int j = 0;
   for (; j + 4 <= cols; j += 4) {
-    const double* __restrict L0 = nd.L + static_cast<std::size_t>(j) * rows;
-    const double* __restrict L1 = L0 + rows;
-    const double* __restrict L2 = L1 + rows;
-    const double* __restrict L3 = L2 + rows;
-    const double t0 = w[j] / L0[j];
-    const double t1 = (w[j + 1] - L0[j + 1] * t0) / L1[j + 1];
-    const double t2 = (w[j + 2] - L0[j + 2] * t0 - L1[j + 2] * t1) / L2[j + 2];
-    const double t3 = (w[j + 3] - L0[j + 3] * t0 - L1[j + 3] * t1 - L2[j + 3] * t2) / L3[j + 3];
+    const double* __restrict L0 = column(nd, j);
+    const double* __restrict L1 = column(nd, j + 1);
+    const double* __restrict L2 = column(nd, j + 2);
+    const double* __restrict L3 = column(nd, j + 3);
+    const double t0 = w[j] * L0[j];
+    const double t1 = (w[j + 1] - L0[j + 1] * t0) * L1[j + 1];
+    const double t2 = (w[j + 2] - L0[j + 2] * t0 - L1[j + 2] * t1) * L2[j + 2];
+    const double t3 = (w[j + 3] - L0[j + 3] * t0 - L1[j + 3] * t1 - L2[j + 3] * t2) * L3[j + 3];
     w[j] = t0;
     w[j + 1] = t1;
     w[j + 2] = t2;
@@ -89,8 +102,8 @@ void forward1(const Node& nd, double* __restrict y, index_t column_end, const in
     for (int i = j + 4; i < rows; ++i) w[i] -= L0[i] * t0 + L1[i] * t1 + L2[i] * t2 + L3[i] * t3;
   }
   for (; j < cols; ++j) {
-    const double* __restrict Lj = nd.L + static_cast<std::size_t>(j) * rows;
-    const double t = w[j] / Lj[j];
+    const double* __restrict Lj = column(nd, j);
+    const double t = w[j] * Lj[j];
     w[j] = t;
 #pragma omp simd
     for (int i = j + 1; i < rows; ++i) w[i] -= Lj[i] * t;
@@ -110,10 +123,10 @@ void backward1(const Node& nd, double* __restrict y, double* __restrict w) {
   for (int i = cols; i < rows; ++i) w[i] = y[nd.below[i - cols]];
   int j = cols - 1;
   for (; j >= 3; j -= 4) {  // columns j-3 .. j
-    const double* __restrict L3 = nd.L + static_cast<std::size_t>(j) * rows;
-    const double* __restrict L2 = L3 - rows;
-    const double* __restrict L1 = L2 - rows;
-    const double* __restrict L0 = L1 - rows;
+    const double* __restrict L3 = column(nd, j);
+    const double* __restrict L2 = column(nd, j - 1);
+    const double* __restrict L1 = column(nd, j - 2);
+    const double* __restrict L0 = column(nd, j - 3);
     double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 #pragma omp simd reduction(+ : s0, s1, s2, s3)
     for (int i = j + 1; i < rows; ++i) {
@@ -123,23 +136,67 @@ void backward1(const Node& nd, double* __restrict y, double* __restrict w) {
       s2 += L2[i] * x;
       s3 += L3[i] * x;
     }
-    const double x3 = (w[j] - s3) / L3[j];
-    const double x2 = (w[j - 1] - s2 - L2[j] * x3) / L2[j - 1];
-    const double x1 = (w[j - 2] - s1 - L1[j - 1] * x2 - L1[j] * x3) / L1[j - 2];
-    const double x0 = (w[j - 3] - s0 - L0[j - 2] * x1 - L0[j - 1] * x2 - L0[j] * x3) / L0[j - 3];
+    const double x3 = (w[j] - s3) * L3[j];
+    const double x2 = (w[j - 1] - s2 - L2[j] * x3) * L2[j - 1];
+    const double x1 = (w[j - 2] - s1 - L1[j - 1] * x2 - L1[j] * x3) * L1[j - 2];
+    const double x0 = (w[j - 3] - s0 - L0[j - 2] * x1 - L0[j - 1] * x2 - L0[j] * x3) * L0[j - 3];
     w[j] = x3;
     w[j - 1] = x2;
     w[j - 2] = x1;
     w[j - 3] = x0;
   }
   for (; j >= 0; --j) {
-    const double* __restrict Lj = nd.L + static_cast<std::size_t>(j) * rows;
+    const double* __restrict Lj = column(nd, j);
     double s = 0;
 #pragma omp simd reduction(+ : s)
     for (int i = j + 1; i < rows; ++i) s += Lj[i] * w[i];
-    w[j] = (w[j] - s) / Lj[j];
+    w[j] = (w[j] - s) * Lj[j];
   }
   std::copy(w, w + cols, yk);
+}
+
+// Nodes of at most eight columns (most of them in 2D), straight on y: the columns' triangle in
+// registers, then one pass over the rows below, each updated once (no gather into w).
+template <int C>
+void forward_small(const Node& nd, double* __restrict y, index_t column_end, const int* top_index,
+                   double* __restrict top) {
+  const double* __restrict L[C];
+  for (int c = 0; c < C; ++c) L[c] = column(nd, c);
+  double* __restrict yk = y + nd.first_col;
+  double t[C];
+  for (int c = 0; c < C; ++c) {
+    double v = yk[c];
+    for (int k = 0; k < c; ++k) v -= L[k][c] * t[k];
+    t[c] = v * L[c][c];
+    yk[c] = t[c];
+  }
+  const int* __restrict below = nd.below - C;
+  for (int i = C; i < nd.rows; ++i) {
+    double s = L[0][i] * t[0];
+    for (int c = 1; c < C; ++c) s += L[c][i] * t[c];
+    const int row = below[i];
+    (row < column_end ? y[row] : top[top_index[row]]) -= s;
+  }
+}
+
+template <int C>
+void backward_small(const Node& nd, double* __restrict y) {
+  const double* __restrict L[C];
+  for (int c = 0; c < C; ++c) L[c] = column(nd, c);
+  double s[C] = {};
+  const int* __restrict below = nd.below - C;
+  for (int i = C; i < nd.rows; ++i) {
+    const double x = y[below[i]];
+    for (int c = 0; c < C; ++c) s[c] += L[c][i] * x;
+  }
+  double* __restrict yk = y + nd.first_col;
+  double x[C];
+  for (int c = C - 1; c >= 0; --c) {
+    double v = yk[c] - s[c];
+    for (int k = c + 1; k < C; ++k) v -= L[c][k] * x[k];
+    x[c] = v * L[c][c];
+    yk[c] = x[c];
+  }
 }
 
 // Several right-hand sides: a chunk of W = 4·V columns, row-major in y (a row of the chunk is V
@@ -171,12 +228,12 @@ void forward_block(const Node& nd, double* __restrict y, index_t column_end, con
   std::fill(w + cols * W, w + rows * W, 0.0);
   int j = 0;
   for (; j + 2 <= cols; j += 2) {
-    const double* __restrict L0 = nd.L + static_cast<std::size_t>(j) * rows;
-    const double* __restrict L1 = L0 + rows;
+    const double* __restrict L0 = column(nd, j);
+    const double* __restrict L1 = column(nd, j + 1);
     C t0 = C::load(w + j * W), t1 = C::load(w + (j + 1) * W);
     for (int k = 0; k < V; ++k) {
-      t0.v[k] /= L0[j];
-      t1.v[k] = (t1.v[k] - L0[j + 1] * t0.v[k]) / L1[j + 1];
+      t0.v[k] *= L0[j];
+      t1.v[k] = (t1.v[k] - L0[j + 1] * t0.v[k]) * L1[j + 1];
     }
     t0.store(w + j * W);
     t1.store(w + (j + 1) * W);
@@ -187,9 +244,9 @@ void forward_block(const Node& nd, double* __restrict y, index_t column_end, con
     }
   }
   if (j < cols) {
-    const double* __restrict Lj = nd.L + static_cast<std::size_t>(j) * rows;
+    const double* __restrict Lj = column(nd, j);
     C t = C::load(w + j * W);
-    for (int k = 0; k < V; ++k) t.v[k] /= Lj[j];
+    for (int k = 0; k < V; ++k) t.v[k] *= Lj[j];
     t.store(w + j * W);
     for (int i = j + 1; i < rows; ++i) {
       C x = C::load(w + i * W);
@@ -222,8 +279,8 @@ void backward_block(const Node& nd, double* __restrict y, double* __restrict w) 
   }
   int j = cols - 1;
   for (; j >= 1; j -= 2) {  // columns j-1 and j
-    const double* __restrict L1 = nd.L + static_cast<std::size_t>(j) * rows;
-    const double* __restrict L0 = L1 - rows;
+    const double* __restrict L1 = column(nd, j);
+    const double* __restrict L0 = column(nd, j - 1);
     C s0{}, s1{};
     for (int i = j + 1; i < rows; ++i) {
       const C x = C::load(w + i * W);
@@ -234,21 +291,21 @@ void backward_block(const Node& nd, double* __restrict y, double* __restrict w) 
     }
     C x1 = C::load(w + j * W), x0 = C::load(w + (j - 1) * W);
     for (int k = 0; k < V; ++k) {
-      x1.v[k] = (x1.v[k] - s1.v[k]) / L1[j];
-      x0.v[k] = (x0.v[k] - s0.v[k] - L0[j] * x1.v[k]) / L0[j - 1];
+      x1.v[k] = (x1.v[k] - s1.v[k]) * L1[j];
+      x0.v[k] = (x0.v[k] - s0.v[k] - L0[j] * x1.v[k]) * L0[j - 1];
     }
     x1.store(w + j * W);
     x0.store(w + (j - 1) * W);
   }
   if (j == 0) {
-    const double* __restrict L0 = nd.L;
+    const double* __restrict L0 = column(nd, 0);
     C s{};
     for (int i = 1; i < rows; ++i) {
       const C x = C::load(w + i * W);
       for (int k = 0; k < V; ++k) s.v[k] += L0[i] * x.v[k];
     }
     C x0 = C::load(w);
-    for (int k = 0; k < V; ++k) x0.v[k] = (x0.v[k] - s.v[k]) / L0[0];
+    for (int k = 0; k < V; ++k) x0.v[k] = (x0.v[k] - s.v[k]) * L0[0];
     x0.store(w);
   }
   std::copy(w, w + cols * W, yk);
@@ -257,49 +314,213 @@ void backward_block(const Node& nd, double* __restrict y, double* __restrict w) 
 // The sweeps for a chunk of W right-hand sides (1, or a multiple of 4).
 template <int W>
 void forward(const Node& nd, double* y, index_t column_end, const int* top_index, double* top, double* w) {
-  if constexpr (W == 1)
-    forward1(nd, y, column_end, top_index, top, w);
-  else
+  if constexpr (W == 1) {
+    switch (nd.cols) {
+      case 1:
+        return forward_small<1>(nd, y, column_end, top_index, top);
+      case 2:
+        return forward_small<2>(nd, y, column_end, top_index, top);
+      case 3:
+        return forward_small<3>(nd, y, column_end, top_index, top);
+      case 4:
+        return forward_small<4>(nd, y, column_end, top_index, top);
+      case 5:
+        return forward_small<5>(nd, y, column_end, top_index, top);
+      case 6:
+        return forward_small<6>(nd, y, column_end, top_index, top);
+      case 7:
+        return forward_small<7>(nd, y, column_end, top_index, top);
+      case 8:
+        return forward_small<8>(nd, y, column_end, top_index, top);
+      default:
+        return forward1(nd, y, column_end, top_index, top, w);
+    }
+  } else
     forward_block<W / 4>(nd, y, column_end, top_index, top, w);
 }
 
 template <int W>
 void backward(const Node& nd, double* y, double* w) {
-  if constexpr (W == 1)
-    backward1(nd, y, w);
-  else
+  if constexpr (W == 1) {
+    switch (nd.cols) {
+      case 1:
+        return backward_small<1>(nd, y);
+      case 2:
+        return backward_small<2>(nd, y);
+      case 3:
+        return backward_small<3>(nd, y);
+      case 4:
+        return backward_small<4>(nd, y);
+      case 5:
+        return backward_small<5>(nd, y);
+      case 6:
+        return backward_small<6>(nd, y);
+      case 7:
+        return backward_small<7>(nd, y);
+      case 8:
+        return backward_small<8>(nd, y);
+      default:
+        return backward1(nd, y, w);
+    }
+  } else
     backward_block<W / 4>(nd, y, w);
 }
 
 }  // namespace
 
-SupernodalSolve::SupernodalSolve(const Structure& st) : st_(st) {
-  const int ns = static_cast<int>(st.nsuper);
-  const auto n = static_cast<std::size_t>(st.n);
-  std::vector<int> supernode_of(n), parent(static_cast<std::size_t>(ns), -1);
-  std::vector<int> first(static_cast<std::size_t>(ns));
-  std::vector<std::int64_t> work(static_cast<std::size_t>(ns));
+SupernodalSolve::SupernodalSolve(const Structure& factor, const Structure* fine) : factor_(factor) {
+  const auto n = static_cast<std::size_t>(factor.n);
+  const int ns = static_cast<int>(factor.nsuper);
+  std::vector<int> supernode_of(n);
+  for (int k = 0; k < ns; ++k)
+    for (int c = factor.super[k]; c < factor.super[k + 1]; ++c) supernode_of[static_cast<std::size_t>(c)] = k;
+  first_node_.assign(static_cast<std::size_t>(ns) + 1, 0);
+
+  // Is every fine supernode inside one of the factor's, with the same permutation?
+  bool nested = fine && fine->n == factor.n && fine->nsuper > 0;
+  if (nested && (fine->perm != nullptr) != (factor.perm != nullptr)) nested = false;
+  if (nested && factor.perm) nested = std::equal(factor.perm, factor.perm + n, fine->perm);
+  for (index_t k = 0; nested && k < fine->nsuper; ++k)
+    nested = supernode_of[static_cast<std::size_t>(fine->super[k])] ==
+             supernode_of[static_cast<std::size_t>(fine->super[k + 1] - 1)];
+
+  auto add_node = [&](int first_col, int last_col, const int* below, int nbelow) {
+    const int cols = last_col - first_col;
+    nodes_.push_back({first_col, cols, cols + nbelow, static_cast<int>(below_.size()), entries_});
+    below_.insert(below_.end(), below, below + nbelow);
+    entries_ += trapezoid(cols, cols + nbelow);
+    max_rows_ = std::max(max_rows_, cols + nbelow);
+  };
+  if (nested) {
+    // Chains of fine supernodes: k, k+1, ... while each is the next one's child, in one of the
+    // factor's supernodes. A chain's rows are its columns and its last supernode's rows below
+    // (a child's rows below are its parent's rows: the elimination tree's path property).
+    const int* fs = fine->super;
+    const int* fpi = fine->pi;
+    auto below_of = [&](int k) { return fine->s + fpi[k] + (fs[k + 1] - fs[k]); };
+    auto nbelow_of = [&](int k) { return (fpi[k + 1] - fpi[k]) - (fs[k + 1] - fs[k]); };
+    const int nf = static_cast<int>(fine->nsuper);
+    for (int k = 0; k < nf;) {
+      int e = k;
+      std::int64_t alone = trapezoid(fs[e + 1] - fs[e], fpi[e + 1] - fpi[e]);
+      while (e + 1 < nf && nbelow_of(e) > 0 && below_of(e)[0] == fs[e + 1] &&
+             supernode_of[static_cast<std::size_t>(fs[e + 1])] ==
+                 supernode_of[static_cast<std::size_t>(fs[k])]) {
+        const std::int64_t next_alone = alone + trapezoid(fs[e + 2] - fs[e + 1], fpi[e + 2] - fpi[e + 1]);
+        const int cols = fs[e + 2] - fs[k];
+        const std::int64_t chained = trapezoid(cols, cols + nbelow_of(e + 1));
+        if (fs[e + 1] - fs[k] >= chain_columns &&
+            static_cast<double>(chained - next_alone) > chain_zeros * static_cast<double>(chained))
+          break;
+        alone = next_alone;
+        ++e;
+      }
+      add_node(fs[k], fs[e + 1], below_of(e), nbelow_of(e));
+      k = e + 1;
+    }
+    // Every node's rows must be rows of its factor supernode (else: not the same factor).
+    for (const NodeInfo& nd : nodes_) {
+      const int K = supernode_of[static_cast<std::size_t>(nd.first_col)];
+      const int* r = factor.s + factor.pi[K] + (factor.super[K + 1] - factor.super[K]);
+      const int* end = factor.s + factor.pi[K + 1];
+      for (int q = 0; q < nd.rows - nd.cols && nested; ++q) {
+        const int row = below_[static_cast<std::size_t>(nd.below + q)];
+        if (row < factor.super[K + 1]) continue;  // one of the supernode's own columns
+        r = std::lower_bound(r, end, row);
+        nested = r != end && *r == row;
+      }
+      if (!nested) break;
+    }
+  }
+  if (!nested) {
+    nodes_.clear();
+    below_.clear();
+    entries_ = 0;
+    max_rows_ = 0;
+    for (int k = 0; k < ns; ++k) {
+      const int cols = factor.super[k + 1] - factor.super[k];
+      add_node(factor.super[k], factor.super[k + 1], factor.s + factor.pi[k] + cols,
+               factor.pi[k + 1] - factor.pi[k] - cols);
+    }
+  }
+  for (std::size_t i = nodes_.size(); i-- > 0;)
+    first_node_[static_cast<std::size_t>(supernode_of[static_cast<std::size_t>(nodes_[i].first_col)])] =
+        static_cast<int>(i);
+  first_node_[static_cast<std::size_t>(ns)] = static_cast<int>(nodes_.size());
+
   position_.resize(n);
   for (std::size_t i = 0; i < n; ++i)
-    position_[st.perm ? static_cast<std::size_t>(st.perm[i]) : i] = static_cast<int>(i);
-  for (int k = 0; k < ns; ++k) {
-    const int cols = st.super[k + 1] - st.super[k], rows = st.pi[k + 1] - st.pi[k];
-    for (int c = st.super[k]; c < st.super[k + 1]; ++c) supernode_of[static_cast<std::size_t>(c)] = k;
-    work[static_cast<std::size_t>(k)] = std::int64_t{cols} * rows;
-    entries_ += work[static_cast<std::size_t>(k)];
-    max_rows_ = std::max(max_rows_, rows);
+    position_[factor.perm ? static_cast<std::size_t>(factor.perm[i]) : i] = static_cast<int>(i);
+  plan_subtrees();
+}
+
+std::size_t SupernodalSolve::bytes() const noexcept {
+  return nodes_.capacity() * sizeof(NodeInfo) + parts_.capacity() * sizeof(Part) +
+         (below_.capacity() + first_node_.capacity() + top_.capacity() + top_columns_.capacity() +
+          top_index_.capacity() + position_.capacity()) *
+             sizeof(int);
+}
+
+bool SupernodalSolve::pack(double* x) const {
+  const int ns = static_cast<int>(factor_.nsuper);
+  std::vector<int> at(
+      static_cast<std::size_t>(max_rows_));  // a node's rows → their positions in its supernode
+  bool zeros = true;
+  for (int K = 0; K < ns; ++K) {
+    const int k1 = factor_.super[K], rows_k = factor_.pi[K + 1] - factor_.pi[K];
+    const int* rk = factor_.s + factor_.pi[K];
+    const double* xk = x + factor_.px[K];
+    for (int m = first_node_[static_cast<std::size_t>(K)]; m < first_node_[static_cast<std::size_t>(K) + 1];
+         ++m) {
+      const NodeInfo& nd = nodes_[static_cast<std::size_t>(m)];
+      const int c0 = nd.first_col - k1;
+      for (int q = 0; q < nd.cols; ++q) at[static_cast<std::size_t>(q)] = c0 + q;
+      for (int q = nd.cols, p = c0 + nd.cols; q < nd.rows; ++q, ++p) {
+        while (rk[p] != below_[static_cast<std::size_t>(nd.below + q - nd.cols)]) ++p;  // found (constructor)
+        at[static_cast<std::size_t>(q)] = p;
+      }
+      // Column after column, each entry moved down or left in place: an entry is written at or
+      // before where it was read, and every entry before that has been read.
+      double* out = x + nd.offset;
+      for (int j = 0; j < nd.cols; ++j) {
+        const double* in = xk + static_cast<std::ptrdiff_t>(c0 + j) * rows_k;
+        double* diagonal = out;
+        int next = c0 + j;  // the column's first entry (the diagonal) in the supernode
+        for (int q = j; q < nd.rows; ++q) {
+          const int p = at[static_cast<std::size_t>(q)];
+          for (; next < p; ++next) zeros &= in[next] == 0.0;
+          *out++ = in[p];
+          next = p + 1;
+        }
+        for (; next < rows_k; ++next) zeros &= in[next] == 0.0;
+        *diagonal = 1.0 / *diagonal;  // the substitutions multiply (a positive pivot: CHOLMOD checked)
+      }
+    }
+  }
+  return zeros;
+}
+
+void SupernodalSolve::plan_subtrees() {
+  const int nn = static_cast<int>(nodes_.size());
+  const auto n = static_cast<std::size_t>(factor_.n);
+  std::vector<int> node_of(n), parent(static_cast<std::size_t>(nn), -1), first(static_cast<std::size_t>(nn));
+  std::vector<std::int64_t> work(static_cast<std::size_t>(nn));
+  for (int k = 0; k < nn; ++k) {
+    const NodeInfo& nd = nodes_[static_cast<std::size_t>(k)];
+    for (int c = nd.first_col; c < nd.first_col + nd.cols; ++c) node_of[static_cast<std::size_t>(c)] = k;
+    work[static_cast<std::size_t>(k)] = trapezoid(nd.cols, nd.rows);
     first[static_cast<std::size_t>(k)] = k;
   }
   bool postordered = true;
-  std::vector<int> size(static_cast<std::size_t>(ns), 1);
-  for (int k = 0; k < ns; ++k) {
-    const int cols = st.super[k + 1] - st.super[k], rows = st.pi[k + 1] - st.pi[k];
-    if (rows == cols) continue;
-    const int p = supernode_of[static_cast<std::size_t>(st.s[st.pi[k] + cols])];
+  std::vector<int> size(static_cast<std::size_t>(nn), 1);
+  for (int k = 0; k < nn; ++k) {
+    const NodeInfo& nd = nodes_[static_cast<std::size_t>(k)];
+    if (nd.rows == nd.cols) continue;
+    const int p = node_of[static_cast<std::size_t>(below_[static_cast<std::size_t>(nd.below)])];
     parent[static_cast<std::size_t>(k)] = p;
     if (p <= k) postordered = false;
   }
-  for (int k = 0; k < ns && postordered; ++k) {
+  for (int k = 0; k < nn && postordered; ++k) {
     const int p = parent[static_cast<std::size_t>(k)];
     if (size[static_cast<std::size_t>(k)] != k - first[static_cast<std::size_t>(k)] + 1) postordered = false;
     if (p < 0) continue;
@@ -310,7 +531,7 @@ SupernodalSolve::SupernodalSolve(const Structure& st) : st_(st) {
   }
   auto serial = [&] {
     parts_.clear();
-    top_.resize(static_cast<std::size_t>(ns));
+    top_.resize(static_cast<std::size_t>(nn));
     std::iota(top_.begin(), top_.end(), 0);
     top_columns_.clear();
     top_index_.clear();
@@ -322,10 +543,10 @@ SupernodalSolve::SupernodalSolve(const Structure& st) : st_(st) {
 
   // Split the heaviest subtree (it joins the top; its children become subtrees) until every
   // subtree holds at most 1/split_parts of the factor; a leaf stays whole.
-  std::vector<std::vector<int>> children(static_cast<std::size_t>(ns));
+  std::vector<std::vector<int>> children(static_cast<std::size_t>(nn));
   using Item = std::pair<std::int64_t, int>;
   std::priority_queue<Item> heap;
-  for (int k = 0; k < ns; ++k) {
+  for (int k = 0; k < nn; ++k) {
     const int p = parent[static_cast<std::size_t>(k)];
     if (p >= 0)
       children[static_cast<std::size_t>(p)].push_back(k);
@@ -349,17 +570,19 @@ SupernodalSolve::SupernodalSolve(const Structure& st) : st_(st) {
   }
   std::sort(roots.begin(), roots.end());
 
-  std::vector<char> in_part(static_cast<std::size_t>(ns), 0);
+  std::vector<char> in_part(static_cast<std::size_t>(nn), 0);
   for (int r : roots) {
     const int f = first[static_cast<std::size_t>(r)];
-    parts_.push_back({f, r, st.super[r + 1], work[static_cast<std::size_t>(r)]});
+    const NodeInfo& root = nodes_[static_cast<std::size_t>(r)];
+    parts_.push_back({f, r, root.first_col + root.cols, work[static_cast<std::size_t>(r)]});
     std::fill(in_part.begin() + f, in_part.begin() + r + 1, 1);
   }
   top_index_.assign(n, -1);
-  for (int k = 0; k < ns; ++k) {
+  for (int k = 0; k < nn; ++k) {
     if (in_part[static_cast<std::size_t>(k)]) continue;
     top_.push_back(k);
-    for (int c = st.super[k]; c < st.super[k + 1]; ++c) {
+    const NodeInfo& nd = nodes_[static_cast<std::size_t>(k)];
+    for (int c = nd.first_col; c < nd.first_col + nd.cols; ++c) {
       top_index_[static_cast<std::size_t>(c)] = static_cast<int>(top_columns_.size());
       top_columns_.push_back(c);
     }
@@ -367,29 +590,38 @@ SupernodalSolve::SupernodalSolve(const Structure& st) : st_(st) {
   // Every row of a subtree beyond its columns must be a top column (ancestors only); a
   // structure that breaks this is solved serially.
   for (const Part& q : parts_)
-    for (int k = q.first; k <= q.last; ++k)
-      for (int p = st.pi[k] + (st.super[k + 1] - st.super[k]); p < st.pi[k + 1]; ++p)
-        if (st.s[p] >= q.column_end && top_index_[static_cast<std::size_t>(st.s[p])] < 0) {
+    for (int k = q.first; k <= q.last; ++k) {
+      const NodeInfo& nd = nodes_[static_cast<std::size_t>(k)];
+      for (int i = 0; i < nd.rows - nd.cols; ++i) {
+        const int row = below_[static_cast<std::size_t>(nd.below + i)];
+        if (row >= q.column_end && top_index_[static_cast<std::size_t>(row)] < 0) {
           serial();
           return;
         }
+      }
+    }
 }
 
 template <int W>
 void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, int threads) const {
+  auto node = [this](const double* packed, int k) {
+    const NodeInfo& i = nodes_[static_cast<std::size_t>(k)];
+    return Node{
+        i.first_col, i.cols, i.rows, packed + i.offset, below_.data() + i.below, trapezoid(i.cols, i.rows)};
+  };
   thread_local std::vector<double> u_storage;
   const std::size_t u_size = static_cast<std::size_t>(max_rows_) * W;
-  const index_t n = st_.n;
+  const index_t n = factor_.n;
   if (parts_.empty()) {
     double* u = grow(u_storage, u_size);
     Prefetch pf;
     for (int k : top_) {
-      const Node nd = node(st_, x, k);
+      const Node nd = node(x, k);
       pf.up(nd);
       forward<W>(nd, y, n, nullptr, nullptr, u);
     }
     for (auto k = top_.rbegin(); k != top_.rend(); ++k) {
-      const Node nd = node(st_, x, *k);
+      const Node nd = node(x, *k);
       pf.down(nd);
       backward<W>(nd, y, u);
     }
@@ -423,14 +655,14 @@ void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, i
         double* top = buffers + ntop * static_cast<std::size_t>(p);
         Prefetch pf;
         for (int k = q.first; k <= q.last; ++k) {
-          const Node nd = node(st_, x, k);
+          const Node nd = node(x, k);
           pf.up(nd);
           forward<W>(nd, y, q.column_end, top_index_.data(), top, u);
         }
       } else {
         Prefetch pf;
         for (int k = q.last; k >= q.first; --k) {
-          const Node nd = node(st_, x, k);
+          const Node nd = node(x, k);
           pf.down(nd);
           backward<W>(nd, y, u);
         }
@@ -454,12 +686,12 @@ void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, i
   double* u = grow(u_storage, u_size);
   Prefetch pf;
   for (int k : top_) {
-    const Node nd = node(st_, x, k);
+    const Node nd = node(x, k);
     pf.up(nd);
     forward<W>(nd, y, n, nullptr, nullptr, u);
   }
   for (auto k = top_.rbegin(); k != top_.rend(); ++k) {
-    const Node nd = node(st_, x, *k);
+    const Node nd = node(x, *k);
     pf.down(nd);
     backward<W>(nd, y, u);
   }
@@ -467,7 +699,7 @@ void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, i
 }
 
 void SupernodalSolve::solve(const double* x, const double* B, double* X, index_t nrhs) const {
-  const auto n = static_cast<std::size_t>(st_.n);
+  const auto n = static_cast<std::size_t>(factor_.n);
   if (n == 0 || nrhs <= 0) return;
   thread_local std::vector<double> y_storage, buffer_storage;
   const int threads = parts_.empty() || omp_in_parallel()
@@ -485,7 +717,7 @@ void SupernodalSolve::solve(const double* x, const double* B, double* X, index_t
     // In and out through the permutation. One column: gathered (random reads from b). A chunk:
     // in the order of b's rows, each row of the chunk written whole (the columns are read as
     // `used` sequential streams, where gathering would miss the cache once per entry).
-    const int* perm = st_.perm;
+    const int* perm = factor_.perm;
     const double* b0 = B + static_cast<std::size_t>(c0) * n;
     if (w == 1) {
       for (std::size_t i = 0; i < n; ++i) y[i] = b0[perm ? perm[i] : i];
