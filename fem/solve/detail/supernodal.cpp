@@ -6,6 +6,10 @@
 #include <numeric>
 #include <queue>
 
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
+
 namespace fem::solve::detail {
 namespace {
 
@@ -99,7 +103,7 @@ void forward1(const Node& nd, double* __restrict y, index_t column_end, const in
     w[j + 2] = t2;
     w[j + 3] = t3;
 #pragma omp simd
-    for (int i = j + 4; i < rows; ++i) w[i] -= L0[i] * t0 + L1[i] * t1 + L2[i] * t2 + L3[i] * t3;
+    for (int i = j + 4; i < rows; ++i) w[i] = w[i] - L0[i] * t0 - L1[i] * t1 - L2[i] * t2 - L3[i] * t3;
   }
   for (; j < cols; ++j) {
     const double* __restrict Lj = column(nd, j);
@@ -217,40 +221,133 @@ struct Chunk {
   }
 };
 
+// Nodes of at most eight columns with a chunk of right-hand sides, straight on y: the columns'
+// triangle in place on the node's own rows of y, then each row below updated once.
+template <int C, int V>
+void forward_small_block(const Node& nd, double* __restrict y, index_t column_end, const int* top_index,
+                         double* __restrict top) {
+  constexpr int W = 4 * V;
+  using Ch = Chunk<V>;
+  const double* __restrict L[C];
+  for (int c = 0; c < C; ++c) L[c] = column(nd, c);
+  double* __restrict yk = y + static_cast<std::size_t>(nd.first_col) * W;
+  for (int c = 0; c < C; ++c) {
+    Ch t = Ch::load(yk + c * W);
+    for (int k = 0; k < c; ++k) {
+      const Ch tk = Ch::load(yk + k * W);
+      for (int v = 0; v < V; ++v) t.v[v] = t.v[v] - L[k][c] * tk.v[v];
+    }
+    for (int v = 0; v < V; ++v) t.v[v] *= L[c][c];
+    t.store(yk + c * W);
+  }
+  const int* __restrict below = nd.below - C;
+  // The rows below on H vectors of the chunk at a time, the columns' values in registers.
+  constexpr int H = V < 2 ? V : 2;
+  using P = Chunk<H>;
+  for (int h = 0; h < V; h += H) {
+    P t[C];
+    for (int c = 0; c < C; ++c) t[c] = P::load(yk + c * W + 4 * h);
+    for (int i = C; i < nd.rows; ++i) {
+      const int row = below[i];
+      double* dst = (row < column_end ? y + static_cast<std::size_t>(row) * W
+                                      : top + static_cast<std::size_t>(top_index[row]) * W) +
+                    4 * h;
+      P x = P::load(dst);
+      for (int c = 0; c < C; ++c)
+        for (int v = 0; v < H; ++v) x.v[v] = x.v[v] - L[c][i] * t[c].v[v];
+      x.store(dst);
+    }
+  }
+}
+
+template <int C, int V>
+void backward_small_block(const Node& nd, double* __restrict y) {
+  constexpr int W = 4 * V;
+  using Ch = Chunk<V>;
+  const double* __restrict L[C];
+  for (int c = 0; c < C; ++c) L[c] = column(nd, c);
+  double* __restrict yk = y + static_cast<std::size_t>(nd.first_col) * W;
+  const int* __restrict below = nd.below - C;
+  // The rows below, two columns at a time: y_c -= sum of L(i, c) y_i.
+  for (int c = 0; c < C; c += 2) {
+    const bool pair = c + 1 < C;
+    Ch s0{}, s1{};
+    for (int i = C; i < nd.rows; ++i) {
+      const Ch x = Ch::load(y + static_cast<std::size_t>(below[i]) * W);
+      for (int v = 0; v < V; ++v) s0.v[v] += L[c][i] * x.v[v];
+      if (pair)
+        for (int v = 0; v < V; ++v) s1.v[v] += L[c + 1][i] * x.v[v];
+    }
+    Ch x0 = Ch::load(yk + c * W);
+    for (int v = 0; v < V; ++v) x0.v[v] -= s0.v[v];
+    x0.store(yk + c * W);
+    if (pair) {
+      Ch x1 = Ch::load(yk + (c + 1) * W);
+      for (int v = 0; v < V; ++v) x1.v[v] -= s1.v[v];
+      x1.store(yk + (c + 1) * W);
+    }
+  }
+  for (int c = C - 1; c >= 0; --c) {
+    Ch x = Ch::load(yk + c * W);
+    for (int k = c + 1; k < C; ++k) {
+      const Ch xk = Ch::load(yk + k * W);
+      for (int v = 0; v < V; ++v) x.v[v] = x.v[v] - L[c][k] * xk.v[v];
+    }
+    for (int v = 0; v < V; ++v) x.v[v] *= L[c][c];
+    x.store(yk + c * W);
+  }
+}
+
+// A chunk's columns of L in panels of four: each pass over the rows below applies four columns
+// (w's rows, which outgrow L1 in wide nodes, are read and written once per four columns, not
+// per column), on H vectors of the chunk at a time so that the panel's values of y stay in
+// registers (four times H vectors).
 template <int V>
 void forward_block(const Node& nd, double* __restrict y, index_t column_end, const int* top_index,
                    double* __restrict top, double* __restrict w) {
-  constexpr int W = 4 * V;
+  constexpr int W = 4 * V, H = V < 2 ? V : 2;
   using C = Chunk<V>;
+  using P = Chunk<H>;
   const int cols = nd.cols, rows = nd.rows;
   double* __restrict yk = y + static_cast<std::size_t>(nd.first_col) * W;
   std::copy(yk, yk + cols * W, w);
   std::fill(w + cols * W, w + rows * W, 0.0);
   int j = 0;
-  for (; j + 2 <= cols; j += 2) {
+  for (; j + 4 <= cols; j += 4) {
     const double* __restrict L0 = column(nd, j);
     const double* __restrict L1 = column(nd, j + 1);
-    C t0 = C::load(w + j * W), t1 = C::load(w + (j + 1) * W);
-    for (int k = 0; k < V; ++k) {
-      t0.v[k] *= L0[j];
-      t1.v[k] = (t1.v[k] - L0[j + 1] * t0.v[k]) * L1[j + 1];
-    }
-    t0.store(w + j * W);
-    t1.store(w + (j + 1) * W);
-    for (int i = j + 2; i < rows; ++i) {
-      C x = C::load(w + i * W);
-      for (int k = 0; k < V; ++k) x.v[k] -= L0[i] * t0.v[k] + L1[i] * t1.v[k];
-      x.store(w + i * W);
+    const double* __restrict L2 = column(nd, j + 2);
+    const double* __restrict L3 = column(nd, j + 3);
+    for (int h = 0; h < V; h += H) {
+      double* __restrict wh = w + 4 * h;
+      P t0 = P::load(wh + j * W), t1 = P::load(wh + (j + 1) * W), t2 = P::load(wh + (j + 2) * W),
+        t3 = P::load(wh + (j + 3) * W);
+      for (int k = 0; k < H; ++k) {
+        t0.v[k] *= L0[j];
+        t1.v[k] = (t1.v[k] - L0[j + 1] * t0.v[k]) * L1[j + 1];
+        t2.v[k] = (t2.v[k] - L0[j + 2] * t0.v[k] - L1[j + 2] * t1.v[k]) * L2[j + 2];
+        t3.v[k] = (t3.v[k] - L0[j + 3] * t0.v[k] - L1[j + 3] * t1.v[k] - L2[j + 3] * t2.v[k]) * L3[j + 3];
+      }
+      t0.store(wh + j * W);
+      t1.store(wh + (j + 1) * W);
+      t2.store(wh + (j + 2) * W);
+      t3.store(wh + (j + 3) * W);
+      for (int i = j + 4; i < rows; ++i) {
+        P x = P::load(wh + i * W);
+        for (int k = 0; k < H; ++k)
+          x.v[k] = x.v[k] - L0[i] * t0.v[k] - L1[i] * t1.v[k] - L2[i] * t2.v[k] - L3[i] * t3.v[k];
+        x.store(wh + i * W);
+      }
     }
   }
-  if (j < cols) {
+  for (; j < cols; ++j) {
     const double* __restrict Lj = column(nd, j);
     C t = C::load(w + j * W);
     for (int k = 0; k < V; ++k) t.v[k] *= Lj[j];
     t.store(w + j * W);
     for (int i = j + 1; i < rows; ++i) {
       C x = C::load(w + i * W);
-      for (int k = 0; k < V; ++k) x.v[k] -= Lj[i] * t.v[k];
+      for (int k = 0; k < V; ++k) x.v[k] = x.v[k] - Lj[i] * t.v[k];
       x.store(w + i * W);
     }
   }
@@ -268,8 +365,9 @@ void forward_block(const Node& nd, double* __restrict y, index_t column_end, con
 
 template <int V>
 void backward_block(const Node& nd, double* __restrict y, double* __restrict w) {
-  constexpr int W = 4 * V;
+  constexpr int W = 4 * V, H = V < 2 ? V : 2;
   using C = Chunk<V>;
+  using P = Chunk<H>;
   const int cols = nd.cols, rows = nd.rows;
   double* __restrict yk = y + static_cast<std::size_t>(nd.first_col) * W;
   std::copy(yk, yk + cols * W, w);
@@ -278,35 +376,48 @@ void backward_block(const Node& nd, double* __restrict y, double* __restrict w) 
     std::copy(src, src + W, w + i * W);
   }
   int j = cols - 1;
-  for (; j >= 1; j -= 2) {  // columns j-1 and j
-    const double* __restrict L1 = column(nd, j);
-    const double* __restrict L0 = column(nd, j - 1);
-    C s0{}, s1{};
+  for (; j >= 3; j -= 4) {  // columns j-3 .. j
+    const double* __restrict L3 = column(nd, j);
+    const double* __restrict L2 = column(nd, j - 1);
+    const double* __restrict L1 = column(nd, j - 2);
+    const double* __restrict L0 = column(nd, j - 3);
+    for (int h = 0; h < V; h += H) {
+      double* __restrict wh = w + 4 * h;
+      P s0{}, s1{}, s2{}, s3{};
+      for (int i = j + 1; i < rows; ++i) {
+        const P x = P::load(wh + i * W);
+        for (int k = 0; k < H; ++k) {
+          s0.v[k] += L0[i] * x.v[k];
+          s1.v[k] += L1[i] * x.v[k];
+          s2.v[k] += L2[i] * x.v[k];
+          s3.v[k] += L3[i] * x.v[k];
+        }
+      }
+      P x3 = P::load(wh + j * W), x2 = P::load(wh + (j - 1) * W), x1 = P::load(wh + (j - 2) * W),
+        x0 = P::load(wh + (j - 3) * W);
+      for (int k = 0; k < H; ++k) {
+        x3.v[k] = (x3.v[k] - s3.v[k]) * L3[j];
+        x2.v[k] = (x2.v[k] - s2.v[k] - L2[j] * x3.v[k]) * L2[j - 1];
+        x1.v[k] = (x1.v[k] - s1.v[k] - L1[j - 1] * x2.v[k] - L1[j] * x3.v[k]) * L1[j - 2];
+        x0.v[k] =
+            (x0.v[k] - s0.v[k] - L0[j - 2] * x1.v[k] - L0[j - 1] * x2.v[k] - L0[j] * x3.v[k]) * L0[j - 3];
+      }
+      x3.store(wh + j * W);
+      x2.store(wh + (j - 1) * W);
+      x1.store(wh + (j - 2) * W);
+      x0.store(wh + (j - 3) * W);
+    }
+  }
+  for (; j >= 0; --j) {
+    const double* __restrict Lj = column(nd, j);
+    C s{};
     for (int i = j + 1; i < rows; ++i) {
       const C x = C::load(w + i * W);
-      for (int k = 0; k < V; ++k) {
-        s0.v[k] += L0[i] * x.v[k];
-        s1.v[k] += L1[i] * x.v[k];
-      }
+      for (int k = 0; k < V; ++k) s.v[k] += Lj[i] * x.v[k];
     }
-    C x1 = C::load(w + j * W), x0 = C::load(w + (j - 1) * W);
-    for (int k = 0; k < V; ++k) {
-      x1.v[k] = (x1.v[k] - s1.v[k]) * L1[j];
-      x0.v[k] = (x0.v[k] - s0.v[k] - L0[j] * x1.v[k]) * L0[j - 1];
-    }
-    x1.store(w + j * W);
-    x0.store(w + (j - 1) * W);
-  }
-  if (j == 0) {
-    const double* __restrict L0 = column(nd, 0);
-    C s{};
-    for (int i = 1; i < rows; ++i) {
-      const C x = C::load(w + i * W);
-      for (int k = 0; k < V; ++k) s.v[k] += L0[i] * x.v[k];
-    }
-    C x0 = C::load(w);
-    for (int k = 0; k < V; ++k) x0.v[k] = (x0.v[k] - s.v[k]) * L0[0];
-    x0.store(w);
+    C x = C::load(w + j * W);
+    for (int k = 0; k < V; ++k) x.v[k] = (x.v[k] - s.v[k]) * Lj[j];
+    x.store(w + j * W);
   }
   std::copy(w, w + cols * W, yk);
 }
@@ -335,8 +446,29 @@ void forward(const Node& nd, double* y, index_t column_end, const int* top_index
       default:
         return forward1(nd, y, column_end, top_index, top, w);
     }
-  } else
-    forward_block<W / 4>(nd, y, column_end, top_index, top, w);
+  } else {
+    constexpr int V = W / 4;
+    switch (nd.cols) {
+      case 1:
+        return forward_small_block<1, V>(nd, y, column_end, top_index, top);
+      case 2:
+        return forward_small_block<2, V>(nd, y, column_end, top_index, top);
+      case 3:
+        return forward_small_block<3, V>(nd, y, column_end, top_index, top);
+      case 4:
+        return forward_small_block<4, V>(nd, y, column_end, top_index, top);
+      case 5:
+        return forward_small_block<5, V>(nd, y, column_end, top_index, top);
+      case 6:
+        return forward_small_block<6, V>(nd, y, column_end, top_index, top);
+      case 7:
+        return forward_small_block<7, V>(nd, y, column_end, top_index, top);
+      case 8:
+        return forward_small_block<8, V>(nd, y, column_end, top_index, top);
+      default:
+        return forward_block<V>(nd, y, column_end, top_index, top, w);
+    }
+  }
 }
 
 template <int W>
@@ -362,8 +494,29 @@ void backward(const Node& nd, double* y, double* w) {
       default:
         return backward1(nd, y, w);
     }
-  } else
-    backward_block<W / 4>(nd, y, w);
+  } else {
+    constexpr int V = W / 4;
+    switch (nd.cols) {
+      case 1:
+        return backward_small_block<1, V>(nd, y);
+      case 2:
+        return backward_small_block<2, V>(nd, y);
+      case 3:
+        return backward_small_block<3, V>(nd, y);
+      case 4:
+        return backward_small_block<4, V>(nd, y);
+      case 5:
+        return backward_small_block<5, V>(nd, y);
+      case 6:
+        return backward_small_block<6, V>(nd, y);
+      case 7:
+        return backward_small_block<7, V>(nd, y);
+      case 8:
+        return backward_small_block<8, V>(nd, y);
+      default:
+        return backward_block<V>(nd, y, w);
+    }
+  }
 }
 
 }  // namespace
@@ -712,7 +865,8 @@ void SupernodalSolve::solve(const double* x, const double* B, double* X, index_t
     const index_t left = nrhs - c0;
     const int w = left >= 12 ? 16 : left >= 6 ? 8 : left >= 2 ? 4 : 1;
     const int used = static_cast<int>(std::min<index_t>(left, w));
-    double* y = grow(y_storage, n * static_cast<std::size_t>(w));
+    double* y = grow(y_storage, n * static_cast<std::size_t>(w) + 8);
+    y += (64 - reinterpret_cast<std::uintptr_t>(y) % 64) % 64 / sizeof(double);  // rows on cache lines
     double* buffers = grow(buffer_storage, top_columns_.size() * parts_.size() * static_cast<std::size_t>(w));
     // In and out through the permutation. One column: gathered (random reads from b). A chunk:
     // in the order of b's rows, each row of the chunk written whole (the columns are read as
@@ -722,7 +876,36 @@ void SupernodalSolve::solve(const double* x, const double* B, double* X, index_t
     if (w == 1) {
       for (std::size_t i = 0; i < n; ++i) y[i] = b0[perm ? perm[i] : i];
     } else {
-      for (std::size_t j = 0; j < n; ++j) {
+      std::size_t j = 0;
+#ifdef __AVX__
+      if (w == 16) {
+        // Four rows of b at a time: a 4 × 4 block of four columns loaded and transposed, each
+        // row of y written whole, past the cache (it is read again only by the sweep, later).
+        for (; j + 4 <= n; j += 4) {
+          double* rows[4];
+          for (int q = 0; q < 4; ++q) rows[q] = y + static_cast<std::size_t>(position_[j + q]) * 16;
+          for (int r = 0; r < 16; r += 4) {
+            __m256d a[4];
+            for (int k = 0; k < 4; ++k)
+              a[k] = r + k < used ? _mm256_loadu_pd(b0 + static_cast<std::size_t>(r + k) * n + j)
+                                  : _mm256_setzero_pd();
+            const __m256d t0 = _mm256_unpacklo_pd(a[0], a[1]), t1 = _mm256_unpackhi_pd(a[0], a[1]);
+            const __m256d t2 = _mm256_unpacklo_pd(a[2], a[3]), t3 = _mm256_unpackhi_pd(a[2], a[3]);
+            _mm256_stream_pd(rows[0] + r, _mm256_permute2f128_pd(t0, t2, 0x20));
+            _mm256_stream_pd(rows[1] + r, _mm256_permute2f128_pd(t1, t3, 0x20));
+            _mm256_stream_pd(rows[2] + r, _mm256_permute2f128_pd(t0, t2, 0x31));
+            _mm256_stream_pd(rows[3] + r, _mm256_permute2f128_pd(t1, t3, 0x31));
+          }
+        }
+        _mm_sfence();
+      }
+#endif
+      for (; j < n; ++j) {
+        if (j + 16 < n) {
+          const char* ahead =
+              reinterpret_cast<const char*>(y + static_cast<std::size_t>(position_[j + 16]) * w);
+          for (int b = 0; b < w * 8; b += 64) __builtin_prefetch(ahead + b, 1, 3);
+        }
         double* row = y + static_cast<std::size_t>(position_[j]) * w;
         for (int r = 0; r < used; ++r) row[r] = b0[static_cast<std::size_t>(r) * n + j];
         for (int r = used; r < w; ++r) row[r] = 0.0;
@@ -746,7 +929,37 @@ void SupernodalSolve::solve(const double* x, const double* B, double* X, index_t
     if (w == 1) {
       for (std::size_t i = 0; i < n; ++i) x0[perm ? perm[i] : i] = y[i];
     } else {
-      for (std::size_t j = 0; j < n; ++j) {
+      std::size_t j = 0;
+#ifdef __AVX__
+      if (w == 16) {  // four rows of y at a time, transposed into four columns of x
+        for (; j + 4 <= n; j += 4) {
+          if (j + 20 <= n)
+            for (int q = 0; q < 4; ++q) {
+              const double* ahead = y + static_cast<std::size_t>(position_[j + 16 + q]) * 16;
+              __builtin_prefetch(ahead, 0, 3);
+              __builtin_prefetch(ahead + 8, 0, 3);
+            }
+          const double* rows[4];
+          for (int q = 0; q < 4; ++q) rows[q] = y + static_cast<std::size_t>(position_[j + q]) * 16;
+          for (int r = 0; r < used; r += 4) {
+            const __m256d a0 = _mm256_load_pd(rows[0] + r), a1 = _mm256_load_pd(rows[1] + r);
+            const __m256d a2 = _mm256_load_pd(rows[2] + r), a3 = _mm256_load_pd(rows[3] + r);
+            const __m256d t0 = _mm256_unpacklo_pd(a0, a1), t1 = _mm256_unpackhi_pd(a0, a1);
+            const __m256d t2 = _mm256_unpacklo_pd(a2, a3), t3 = _mm256_unpackhi_pd(a2, a3);
+            const __m256d c[4] = {_mm256_permute2f128_pd(t0, t2, 0x20), _mm256_permute2f128_pd(t1, t3, 0x20),
+                                  _mm256_permute2f128_pd(t0, t2, 0x31), _mm256_permute2f128_pd(t1, t3, 0x31)};
+            for (int k = 0; k < 4 && r + k < used; ++k)
+              _mm256_storeu_pd(x0 + static_cast<std::size_t>(r + k) * n + j, c[k]);
+          }
+        }
+      }
+#endif
+      for (; j < n; ++j) {
+        if (j + 16 < n) {
+          const char* ahead =
+              reinterpret_cast<const char*>(y + static_cast<std::size_t>(position_[j + 16]) * w);
+          for (int b = 0; b < w * 8; b += 64) __builtin_prefetch(ahead + b, 0, 3);
+        }
         const double* row = y + static_cast<std::size_t>(position_[j]) * w;
         for (int r = 0; r < used; ++r) x0[static_cast<std::size_t>(r) * n + j] = row[r];
       }
