@@ -19,6 +19,7 @@
 #include <random>
 #include <thread>
 
+#include "../support/parallel_paths.hpp"
 #include "matrices.hpp"
 
 namespace fem::solve {
@@ -201,6 +202,7 @@ TEST_F(Supernodal, TransposeSolveIsThePlainSolve) {
 // Large enough for independent subtrees: the same bits on 1, 2 and 4 threads, and from four
 // threads solving at once.
 TEST_F(Supernodal, ParallelSubtreesGiveTheSameBitsOnAnyThreadCount) {
+  const fem::testing::ParallelPaths parallel;  // the threads asked for, however busy the machine
   const CsrMatrix a = test::laplacian_2d(260);
   const auto f = factorize(a, {.backend = Backend::cholmod});
   const auto info = detail::supernodal_info(*f);
@@ -417,6 +419,7 @@ TEST_F(Supernodal, EveryRefactorizationSolvesWithItsOwnValues) {
 // gets the bits of its serial solve. The data differ and the threads start together, so a
 // workspace or subtree buffer shared between solves would show.
 TEST_F(Supernodal, ConcurrentBlockSolvesGiveTheSerialBits) {
+  const fem::testing::ParallelPaths parallel;
   const CsrMatrix a = test::laplacian_2d(260);
   const auto f = factorize(a, {.backend = Backend::cholmod});
   const auto info = detail::supernodal_info(*f);

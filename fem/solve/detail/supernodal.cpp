@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fem/solve/detail/supernodal.hpp>
+#include <fem/threads.hpp>
 #include <numeric>
 #include <queue>
 
@@ -855,9 +856,11 @@ void SupernodalSolve::solve(const double* x, const double* B, double* X, index_t
   const auto n = static_cast<std::size_t>(factor_.n);
   if (n == 0 || nrhs <= 0) return;
   thread_local std::vector<double> y_storage, buffer_storage;
-  const int threads = parts_.empty() || omp_in_parallel()
-                          ? 1
-                          : std::clamp(omp_get_max_threads(), 1, static_cast<int>(parts_.size()));
+  // Threads for the subtrees (fem/threads.hpp: none inside a parallel region, none on cores
+  // other processes are running on); a factor below parallel_entries has no subtrees.
+  const int threads =
+      parts_.empty() ? 1 : std::min(threads_for(static_cast<std::size_t>(entries_), parallel_entries / 2),
+                                    static_cast<int>(parts_.size()));
   for (index_t c0 = 0; c0 < nrhs;) {
     // Chunks of up to 16 columns: one sweep over the factor per chunk, each entry of L applied
     // to a row of the chunk (contiguous: y is row-major within a chunk).
