@@ -418,6 +418,27 @@ TEST_F(Supernodal, EveryRefactorizationSolvesWithItsOwnValues) {
 // large enough for the parallel subtrees, each its own right-hand sides, several times: each
 // gets the bits of its serial solve. The data differ and the threads start together, so a
 // workspace or subtree buffer shared between solves would show.
+// OpenMP may give a smaller team than asked (OMP_DYNAMIC, OMP_THREAD_LIMIT, no active levels
+// left): every subtree must still be solved, by whichever threads there are. Once, subtrees
+// dealt to missing threads were skipped and the solve reported success with a wrong answer.
+TEST_F(Supernodal, ASmallerTeamThanAskedSolvesEverySubtree) {
+  const fem::testing::ParallelPaths parallel;
+  const CsrMatrix a = test::laplacian_2d(260);
+  const auto f = factorize(a, {.backend = Backend::cholmod});
+  ASSERT_GE(detail::supernodal_info(*f).subtrees, 2);
+  const auto b = test::random_vector(static_cast<std::size_t>(a.rows()), 17);
+  std::vector<double> x(b.size()), r(b.size());
+  ASSERT_TRUE(detail::CholmodReference(*f, a).solve(b, r, 1));
+  const int saved_threads = omp_get_max_threads(), saved_levels = omp_get_max_active_levels();
+  omp_set_num_threads(4);
+  omp_set_max_active_levels(0);  // every parallel region gets a team of one
+  const auto report = f->solve(b, x);
+  omp_set_max_active_levels(saved_levels);
+  omp_set_num_threads(saved_threads);
+  ASSERT_TRUE(report);
+  EXPECT_LE(relative_difference(x, r), 1e-12);
+}
+
 TEST_F(Supernodal, ConcurrentBlockSolvesGiveTheSerialBits) {
   const fem::testing::ParallelPaths parallel;
   const CsrMatrix a = test::laplacian_2d(260);

@@ -175,11 +175,11 @@ void forward_small(const Node& nd, double* __restrict y, index_t column_end, con
     t[c] = v * L[c][c];
     yk[c] = t[c];
   }
-  const int* __restrict below = nd.below - C;
+  const int* __restrict below = nd.below;
   for (int i = C; i < nd.rows; ++i) {
     double s = L[0][i] * t[0];
     for (int c = 1; c < C; ++c) s += L[c][i] * t[c];
-    const int row = below[i];
+    const int row = below[i - C];
     (row < column_end ? y[row] : top[top_index[row]]) -= s;
   }
 }
@@ -189,9 +189,9 @@ void backward_small(const Node& nd, double* __restrict y) {
   const double* __restrict L[C];
   for (int c = 0; c < C; ++c) L[c] = column(nd, c);
   double s[C] = {};
-  const int* __restrict below = nd.below - C;
+  const int* __restrict below = nd.below;
   for (int i = C; i < nd.rows; ++i) {
-    const double x = y[below[i]];
+    const double x = y[below[i - C]];
     for (int c = 0; c < C; ++c) s[c] += L[c][i] * x;
   }
   double* __restrict yk = y + nd.first_col;
@@ -241,7 +241,7 @@ void forward_small_block(const Node& nd, double* __restrict y, index_t column_en
     for (int v = 0; v < V; ++v) t.v[v] *= L[c][c];
     t.store(yk + c * W);
   }
-  const int* __restrict below = nd.below - C;
+  const int* __restrict below = nd.below;
   // The rows below on H vectors of the chunk at a time, the columns' values in registers.
   constexpr int H = V < 2 ? V : 2;
   using P = Chunk<H>;
@@ -249,7 +249,7 @@ void forward_small_block(const Node& nd, double* __restrict y, index_t column_en
     P t[C];
     for (int c = 0; c < C; ++c) t[c] = P::load(yk + c * W + 4 * h);
     for (int i = C; i < nd.rows; ++i) {
-      const int row = below[i];
+      const int row = below[i - C];
       double* dst = (row < column_end ? y + static_cast<std::size_t>(row) * W
                                       : top + static_cast<std::size_t>(top_index[row]) * W) +
                     4 * h;
@@ -268,13 +268,13 @@ void backward_small_block(const Node& nd, double* __restrict y) {
   const double* __restrict L[C];
   for (int c = 0; c < C; ++c) L[c] = column(nd, c);
   double* __restrict yk = y + static_cast<std::size_t>(nd.first_col) * W;
-  const int* __restrict below = nd.below - C;
+  const int* __restrict below = nd.below;
   // The rows below, two columns at a time: y_c -= sum of L(i, c) y_i.
   for (int c = 0; c < C; c += 2) {
     const bool pair = c + 1 < C;
     Ch s0{}, s1{};
     for (int i = C; i < nd.rows; ++i) {
-      const Ch x = Ch::load(y + static_cast<std::size_t>(below[i]) * W);
+      const Ch x = Ch::load(y + static_cast<std::size_t>(below[i - C]) * W);
       for (int v = 0; v < V; ++v) s0.v[v] += L[c][i] * x.v[v];
       if (pair)
         for (int v = 0; v < V; ++v) s1.v[v] += L[c + 1][i] * x.v[v];
@@ -685,6 +685,7 @@ void SupernodalSolve::plan_subtrees() {
   }
   auto serial = [&] {
     parts_.clear();
+    heaviest_first_.clear();
     top_.resize(static_cast<std::size_t>(nn));
     std::iota(top_.begin(), top_.end(), 0);
     top_columns_.clear();
@@ -741,6 +742,11 @@ void SupernodalSolve::plan_subtrees() {
       top_columns_.push_back(c);
     }
   }
+  heaviest_first_.resize(parts_.size());
+  std::iota(heaviest_first_.begin(), heaviest_first_.end(), 0);
+  std::stable_sort(heaviest_first_.begin(), heaviest_first_.end(), [&](int a, int b) {
+    return parts_[static_cast<std::size_t>(a)].work > parts_[static_cast<std::size_t>(b)].work;
+  });
   // Every row of a subtree beyond its columns must be a top column (ancestors only); a
   // structure that breaks this is solved serially.
   for (const Part& q : parts_)
@@ -754,6 +760,24 @@ void SupernodalSolve::plan_subtrees() {
         }
       }
     }
+}
+
+std::unique_ptr<SupernodalSolve::Workspace> SupernodalSolve::borrow() const {
+  {
+    const std::lock_guard lock(pool_mutex_);
+    if (!pool_.empty()) {
+      std::unique_ptr<Workspace> w = std::move(pool_.back());
+      pool_.pop_back();
+      return w;
+    }
+  }
+  return std::make_unique<Workspace>();
+}
+
+void SupernodalSolve::give_back(std::unique_ptr<Workspace> w) const {
+  if (!w) return;
+  const std::lock_guard lock(pool_mutex_);
+  pool_.push_back(std::move(w));
 }
 
 template <int W>
@@ -787,23 +811,23 @@ void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, i
   // Subtrees to threads: the heaviest first, each to the least loaded thread (the result does
   // not depend on it).
   thread_local std::vector<int> owner;
+  thread_local std::vector<std::int64_t> load;
   owner.assign(static_cast<std::size_t>(nparts), 0);
   if (threads > 1) {
-    std::vector<int> order(static_cast<std::size_t>(nparts));
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](int a, int b) { return parts_[a].work > parts_[b].work; });
-    std::vector<std::int64_t> load(static_cast<std::size_t>(threads), 0);
-    for (int p : order) {
+    load.assign(static_cast<std::size_t>(threads), 0);
+    for (int p : heaviest_first_) {
       const auto t = std::min_element(load.begin(), load.end()) - load.begin();
       owner[static_cast<std::size_t>(p)] = static_cast<int>(t);
-      load[static_cast<std::size_t>(t)] += parts_[p].work;
+      load[static_cast<std::size_t>(t)] += parts_[static_cast<std::size_t>(p)].work;
     }
   }
   const int* owners = owner.data();
-  auto subtrees = [&](int t, bool forward_sweep) {
+  // Thread t of a team of `team` runs the subtrees dealt to t, t + team, ...: OpenMP may give a
+  // smaller team than asked (OMP_DYNAMIC, OMP_THREAD_LIMIT, nested regions).
+  auto subtrees = [&](int t, int team, bool forward_sweep) {
     double* u = grow(u_storage, u_size);
     for (int p = 0; p < nparts; ++p) {
-      if (owners[p] != t) continue;
+      if (owners[p] % team != t) continue;
       const Part& q = parts_[static_cast<std::size_t>(p)];
       if (forward_sweep) {
         double* top = buffers + ntop * static_cast<std::size_t>(p);
@@ -824,9 +848,9 @@ void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, i
     }
   };
   auto sweep = [&](bool forward_sweep) {
-    if (threads == 1) return subtrees(0, forward_sweep);
+    if (threads == 1) return subtrees(0, 1, forward_sweep);
 #pragma omp parallel num_threads(threads)
-    subtrees(omp_get_thread_num(), forward_sweep);
+    subtrees(omp_get_thread_num(), omp_get_num_threads(), forward_sweep);
   };
   sweep(true);
   // The subtrees' updates of the top rows, in subtree order; then the top, serially.
@@ -855,12 +879,18 @@ void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, i
 void SupernodalSolve::solve(const double* x, const double* B, double* X, index_t nrhs) const {
   const auto n = static_cast<std::size_t>(factor_.n);
   if (n == 0 || nrhs <= 0) return;
-  thread_local std::vector<double> y_storage, buffer_storage;
+  std::unique_ptr<Workspace> workspace = borrow();
+  struct GiveBack {
+    const SupernodalSolve* plan;
+    std::unique_ptr<Workspace>* w;
+    ~GiveBack() { plan->give_back(std::move(*w)); }
+  } give_back_on_exit{this, &workspace};
   // Threads for the subtrees (fem/threads.hpp: none inside a parallel region, none on cores
   // other processes are running on); a factor below parallel_entries has no subtrees.
-  const int threads =
-      parts_.empty() ? 1 : std::min(threads_for(static_cast<std::size_t>(entries_), parallel_entries / 2),
-                                    static_cast<int>(parts_.size()));
+  const int threads = parts_.empty()
+                          ? 1
+                          : std::min(threads_for(static_cast<std::size_t>(entries_), parallel_entries / 2),
+                                     static_cast<int>(parts_.size()));
   for (index_t c0 = 0; c0 < nrhs;) {
     // Chunks of up to 16 columns: one sweep over the factor per chunk, each entry of L applied
     // to a row of the chunk (contiguous: y is row-major within a chunk).
@@ -868,9 +898,10 @@ void SupernodalSolve::solve(const double* x, const double* B, double* X, index_t
     const index_t left = nrhs - c0;
     const int w = left >= 12 ? 16 : left >= 6 ? 8 : left >= 2 ? 4 : 1;
     const int used = static_cast<int>(std::min<index_t>(left, w));
-    double* y = grow(y_storage, n * static_cast<std::size_t>(w) + 8);
+    double* y = grow(workspace->y, n * static_cast<std::size_t>(w) + 8);
     y += (64 - reinterpret_cast<std::uintptr_t>(y) % 64) % 64 / sizeof(double);  // rows on cache lines
-    double* buffers = grow(buffer_storage, top_columns_.size() * parts_.size() * static_cast<std::size_t>(w));
+    double* buffers =
+        grow(workspace->buffers, top_columns_.size() * parts_.size() * static_cast<std::size_t>(w));
     // In and out through the permutation. One column: gathered (random reads from b). A chunk:
     // in the order of b's rows, each row of the chunk written whole (the columns are read as
     // `used` sequential streams, where gathering would miss the cache once per entry).

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <fem/csr.hpp>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 namespace fem::solve::detail {
@@ -25,7 +27,8 @@ namespace fem::solve::detail {
 /// every numeric factorization of it.
 ///
 /// A solve streams the packed factor once forward and once backward; nothing is allocated after
-/// a thread's first solve (per-thread workspaces), and concurrent solves are safe. Parallel
+/// the first solves (workspaces lent from a pool kept with the plan), and concurrent solves are
+/// safe. Parallel
 /// solves run over independent subtrees of the nodes' elimination tree. The split depends on
 /// the structure only, never on the thread count, and each subtree's updates to the rows above
 /// it go to its own buffer, summed in subtree order: the result is bitwise the same with any
@@ -52,8 +55,8 @@ class SupernodalSolve {
   /// the relaxed supernodes' extra entries are exact zeros whenever the factor is finite.
   bool pack(double* x) const;
 
-  /// X = A⁻¹ B with a packed factor; B and X are column-major n × nrhs (X may be B). Runs on up
-  /// to omp_get_max_threads() threads (one inside a parallel region).
+  /// X = A⁻¹ B with a packed factor; B and X are column-major n × nrhs (X may be B). Runs on the
+  /// threads fem::threads_for allows (one inside a parallel region).
   void solve(const double* packed, const double* B, double* X, index_t nrhs) const;
 
   /// Entries of the packed factor: what a forward or a backward substitution reads.
@@ -80,19 +83,31 @@ class SupernodalSolve {
   };
   template <int W>
   void solve_chunk(const double* x, double* y, double* buffers, int threads) const;
+
+  // The chunk (n × 16 doubles at most) and the subtrees' buffers of one solve, lent from a pool
+  // kept with the plan: concurrent solves each get their own, and they are freed with the plan
+  // (a thread-local one would outlive the factorization and hold 134 MB per thread at 1M DOFs).
+  struct Workspace {
+    std::vector<double> y, buffers;
+  };
+  std::unique_ptr<Workspace> borrow() const;
+  void give_back(std::unique_ptr<Workspace> w) const;
+  mutable std::mutex pool_mutex_;
+  mutable std::vector<std::unique_ptr<Workspace>> pool_;
   void plan_subtrees();
 
   Structure factor_;
   std::int64_t entries_ = 0;
-  int max_rows_ = 0;              // the most rows of a node
-  std::vector<NodeInfo> nodes_;   // in column order
-  std::vector<int> below_;        // the nodes' row indices below their diagonal blocks
-  std::vector<int> first_node_;   // factor supernode k → its first node (nsuper + 1)
-  std::vector<Part> parts_;       // independent subtrees, in postorder
-  std::vector<int> top_;          // the nodes above them (all, when parts_ is empty)
-  std::vector<int> top_columns_;  // the columns of the top nodes, increasing
-  std::vector<int> top_index_;    // column → its index in top_columns_ (only those are read)
-  std::vector<int> position_;     // row of A → its position in P A Pᵀ (the inverse of perm)
+  int max_rows_ = 0;                 // the most rows of a node
+  std::vector<NodeInfo> nodes_;      // in column order
+  std::vector<int> below_;           // the nodes' row indices below their diagonal blocks
+  std::vector<int> first_node_;      // factor supernode k → its first node (nsuper + 1)
+  std::vector<Part> parts_;          // independent subtrees, in postorder
+  std::vector<int> heaviest_first_;  // parts_ by decreasing work
+  std::vector<int> top_;             // the nodes above them (all, when parts_ is empty)
+  std::vector<int> top_columns_;     // the columns of the top nodes, increasing
+  std::vector<int> top_index_;       // column → its index in top_columns_ (only those are read)
+  std::vector<int> position_;        // row of A → its position in P A Pᵀ (the inverse of perm)
 };
 
 }  // namespace fem::solve::detail
