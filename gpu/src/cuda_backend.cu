@@ -57,15 +57,19 @@ __global__ void mark_kernel(TableRef<K, V> t, Counters* c, const K* keys, std::s
   fold_counters(c, added, probes, full);
 }
 
+// The phases after mark_kernel stop at once when it found the table full (the front end then
+// reports the overflow; the ids of such a batch are not defined).
 template <class K, class V>
-__global__ void flag_kernel(TableRef<K, V> t, std::size_t n, const std::uint32_t* slots, V* ids,
+__global__ void flag_kernel(TableRef<K, V> t, const Counters* c, std::size_t n, const std::uint32_t* slots, V* ids,
                             std::uint32_t* flags) {
+  if (c->full) return;
   for (std::size_t i = global_index(); i < n; i += grid_stride()) flags[i] = first_occurrence_flag(t, i, slots, ids);
 }
 
 template <class K, class V>
 __global__ void resolve_kernel(TableRef<K, V> t, const Counters* c, std::size_t n, const std::uint32_t* slots,
                                const std::uint32_t* ranks, V* ids, std::uint8_t* fresh) {
+  if (c->full) return;
   const V base = static_cast<V>(c->base);
   for (std::size_t i = global_index(); i < n; i += grid_stride()) {
     resolve_id(i, base, ranks, ids, fresh);
@@ -115,12 +119,14 @@ class CudaBackend final : public TableBackend<K, V> {
       : exec_(std::move(exec)), stream_(static_cast<cudaStream_t>(exec_.context().stream())) {}
 
   void clear(TableRef<K, V> t, Counters* c) override {
+    const DeviceScope on(exec_.context().device());
     exec_.context().fill_bytes(t.keys, 0xff, (t.mask + 1) * sizeof(K));
     exec_.context().fill_bytes(t.values, 0xff, (t.mask + 1) * sizeof(V));
     if (c) exec_.context().fill_bytes(c, 0, sizeof(Counters));
   }
 
   void insert(TableRef<K, V> t, Counters* c, const K* keys, const V* values, std::size_t n) override {
+    const DeviceScope on(exec_.context().device());
     if (n == 0) return;
     insert_kernel<<<grid_for(n), kBlock, 0, stream_>>>(t, c, keys, values, n);
     FEM_CUDA_TRY(cudaGetLastError());
@@ -128,6 +134,7 @@ class CudaBackend final : public TableBackend<K, V> {
 
   void insert_unique(TableRef<K, V> t, Counters* c, const K* keys, std::size_t n, V* ids,
                      std::uint8_t* is_new) override {
+    const DeviceScope on(exec_.context().device());
     if (n == 0) return;
     DeviceBuffer<std::uint32_t> slots(exec_, n), flags(exec_, n);
     DeviceBuffer<std::uint8_t> fresh_buffer;
@@ -138,19 +145,21 @@ class CudaBackend final : public TableBackend<K, V> {
     }
     snapshot_base_kernel<<<1, 1, 0, stream_>>>(c);
     mark_kernel<<<grid_for(n), kBlock, 0, stream_>>>(t, c, keys, n, slots.data());
-    flag_kernel<<<grid_for(n), kBlock, 0, stream_>>>(t, n, slots.data(), ids, flags.data());
+    flag_kernel<<<grid_for(n), kBlock, 0, stream_>>>(t, c, n, slots.data(), ids, flags.data());
     exclusive_sum(flags.data(), n);
     resolve_kernel<<<grid_for(n), kBlock, 0, stream_>>>(t, c, n, slots.data(), flags.data(), ids, fresh);
     FEM_CUDA_TRY(cudaGetLastError());
   }
 
   void find(TableRef<K, V> t, const K* keys, std::size_t n, V* values, std::uint8_t* found) override {
+    const DeviceScope on(exec_.context().device());
     if (n == 0) return;
     find_kernel<<<grid_for(n), kBlock, 0, stream_>>>(t, keys, n, values, found);
     FEM_CUDA_TRY(cudaGetLastError());
   }
 
   void export_entries(TableRef<K, V> t, std::size_t bound, K* keys, V* values) override {
+    const DeviceScope on(exec_.context().device());
     const std::size_t cap = t.mask + 1;
     DeviceBuffer<std::uint32_t> offsets(exec_, cap);
     occupancy_kernel<<<grid_for(cap), kBlock, 0, stream_>>>(t, offsets.data());
@@ -160,6 +169,7 @@ class CudaBackend final : public TableBackend<K, V> {
   }
 
   void rehash(TableRef<K, V> from, TableRef<K, V> to, Counters* c) override {
+    const DeviceScope on(exec_.context().device());
     FEM_CUDA_TRY(cudaMemsetAsync(&c->max_probe, 0, sizeof(c->max_probe), stream_));
     rehash_kernel<<<grid_for(from.mask + 1), kBlock, 0, stream_>>>(from, to, c);
     FEM_CUDA_TRY(cudaGetLastError());
@@ -168,9 +178,9 @@ class CudaBackend final : public TableBackend<K, V> {
  private:
   void exclusive_sum(std::uint32_t* data, std::size_t n) {
     std::size_t temp_bytes = 0;
-    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, data, data, static_cast<int>(n), stream_));
+    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, data, data, static_cast<std::int64_t>(n), stream_));
     DeviceBuffer<unsigned char> temp(exec_, temp_bytes);
-    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, data, data, static_cast<int>(n), stream_));
+    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, data, data, static_cast<std::int64_t>(n), stream_));
   }
 
   Executor exec_;

@@ -12,33 +12,54 @@ namespace {
 class CudaContext final : public GpuContext {
  public:
   explicit CudaContext(int device) : device_(device) {
-    FEM_CUDA_TRY(cudaSetDevice(device_));
+    const detail::DeviceScope on(device_);
     FEM_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   }
   ~CudaContext() override {
+    const int previous = [] {
+      int d = -1;
+      cudaGetDevice(&d);
+      return d;
+    }();
+    cudaSetDevice(device_);
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
+    if (previous >= 0) cudaSetDevice(previous);
   }
   void* allocate(std::size_t bytes) override {
+    const detail::DeviceScope on(device_);
     void* p = nullptr;
-    FEM_CUDA_TRY(cudaSetDevice(device_));
     FEM_CUDA_TRY(cudaMallocAsync(&p, bytes, stream_));
     return p;
   }
-  void deallocate(void* ptr) noexcept override { cudaFreeAsync(ptr, stream_); }
+  void deallocate(void* ptr) noexcept override {
+    int previous = -1;
+    cudaGetDevice(&previous);
+    if (previous != device_) cudaSetDevice(device_);
+    cudaFreeAsync(ptr, stream_);
+    if (previous != device_ && previous >= 0) cudaSetDevice(previous);
+  }
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    const detail::DeviceScope on(device_);
     FEM_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream_));
   }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override {
+    const detail::DeviceScope on(device_);
     FEM_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
   }
   void copy_on_device(void* dst, const void* src, std::size_t bytes) override {
+    const detail::DeviceScope on(device_);
     FEM_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
   }
   void fill_bytes(void* dst, int byte, std::size_t bytes) override {
+    const detail::DeviceScope on(device_);
     FEM_CUDA_TRY(cudaMemsetAsync(dst, byte, bytes, stream_));
   }
-  void synchronize() override { FEM_CUDA_TRY(cudaStreamSynchronize(stream_)); }
+  void synchronize() override {
+    const detail::DeviceScope on(device_);
+    FEM_CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
+  int device() const noexcept override { return device_; }
   void* stream() const noexcept override { return stream_; }
   DeviceProperties properties() const override {
     cudaDeviceProp p{};

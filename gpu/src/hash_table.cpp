@@ -50,6 +50,12 @@ struct HashTable<K, V>::Impl {
   }
 
   TableRef<K, V> ref() const { return {keys.data(), values.data(), capacity - 1}; }
+  /// For the _async inserts, which cannot grow the table first: a bounded probe (hash_table.hpp).
+  TableRef<K, V> ref_async() const {
+    TableRef<K, V> r = ref();
+    r.probe_limit = HashTable<K, V>::async_probe_limit;
+    return r;
+  }
 
   Counters read() const {
     Counters c;
@@ -243,13 +249,13 @@ void HashTable<K, V>::reserve(std::size_t n) {
 
 template <class K, class V>
 void HashTable<K, V>::insert_async(const K* keys, const V* values, std::size_t n) {
-  impl_->backend->insert(impl_->ref(), impl_->counters.data(), keys, values, n);
+  impl_->backend->insert(impl_->ref_async(), impl_->counters.data(), keys, values, n);
 }
 
 template <class K, class V>
 void HashTable<K, V>::insert_unique_async(const K* keys, V* ids, std::uint8_t* is_new, std::size_t n) {
   FEM_EXPECTS(n < (std::size_t{1} << 31), "insert_unique takes at most 2^31 keys per call");
-  impl_->backend->insert_unique(impl_->ref(), impl_->counters.data(), keys, n, ids, is_new);
+  impl_->backend->insert_unique(impl_->ref_async(), impl_->counters.data(), keys, n, ids, is_new);
 }
 
 template <class K, class V>

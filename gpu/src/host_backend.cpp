@@ -46,34 +46,53 @@ class HostBackend final : public TableBackend<K, V> {
     });
   }
 
+  // The device backend's algorithm, phase for phase: mark, flag, scan, resolve. On the debug
+  // device its work arrays are poisoned executor buffers, as on a GPU, so that a phase reading
+  // a slot nobody wrote indexes far out of the table and fails here first.
   void insert_unique(TableRef<K, V> t, Counters* c, const K* keys, std::size_t n, V* ids,
                      std::uint8_t* is_new) override {
     c->base = c->size;
     const auto nn = static_cast<std::int64_t>(n);
-    resize_prefaulted(slots_, n);
-    resize_prefaulted(flags_, n);
-    std::uint32_t* slots = slots_.data();
+    DeviceBuffer<std::uint32_t> slot_buffer, flag_buffer;
+    DeviceBuffer<std::uint8_t> fresh_buffer;
+    std::uint32_t *slots, *flags;
+    std::uint8_t* fresh = is_new;
+    if (exec_.kind() == Executor::Kind::debug_device) {
+      slot_buffer = DeviceBuffer<std::uint32_t>(exec_, n);
+      flag_buffer = DeviceBuffer<std::uint32_t>(exec_, n);
+      slots = slot_buffer.data();
+      flags = flag_buffer.data();
+      if (!fresh) {
+        fresh_buffer = DeviceBuffer<std::uint8_t>(exec_, n);
+        fresh = fresh_buffer.data();
+      }
+    } else {
+      resize_prefaulted(slots_, n);
+      resize_prefaulted(flags_, n);
+      slots = slots_.data();
+      flags = flags_.data();
+      if (!fresh) {
+        resize_prefaulted(fresh_, n);
+        fresh = fresh_.data();
+      }
+    }
     run(c, n, [&](std::int64_t i) {
       if (i + kPrefetch < nn) prefetch_home(t, keys[i + kPrefetch]);
       return mark_one<HostAtomics>(t, keys[i], std::uint64_t(i), slots);
     });
-    if (c->full) return;
+    if (c->full) return;  // as the device kernels: the later phases stop on a full table
     const int nt = HostLaunch::threads(n);
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, HostLaunch::chunk(n, nt))
     for (std::int64_t i = 0; i < nn; ++i) {
-      if (i + kPrefetch < nn) __builtin_prefetch(&t.values[slots[i + kPrefetch]], 0, 0);
-      flags_[i] = first_occurrence_flag(t, std::uint64_t(i), slots, ids);
+      if (i + kPrefetch < nn && slots[i + kPrefetch] != not_found)
+        __builtin_prefetch(&t.values[slots[i + kPrefetch]], 0, 0);
+      flags[i] = first_occurrence_flag(t, std::uint64_t(i), slots, ids);
     }
-    exclusive_scan(flags_.data(), nn);
+    exclusive_scan(flags, nn);
     const V base = static_cast<V>(c->base);
-    std::uint8_t* fresh = is_new;
-    if (!fresh) {
-      resize_prefaulted(fresh_, n);
-      fresh = fresh_.data();
-    }
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, HostLaunch::chunk(n, nt))
     for (std::int64_t i = 0; i < nn; ++i) {
-      resolve_id(std::uint64_t(i), base, flags_.data(), ids, fresh);
+      resolve_id(std::uint64_t(i), base, flags, ids, fresh);
       if (fresh[i]) t.values[slots[i]] = ids[i];
     }
   }

@@ -25,6 +25,7 @@ struct CudaLaunch {
   template <class F>
   static void for_each(const Executor& exec, std::size_t n, F f) {
     if (n == 0) return;
+    const DeviceScope on(exec.context().device());
     const std::size_t blocks = (n + 255) / 256;
     const unsigned grid = static_cast<unsigned>(blocks < (1u << 20) ? blocks : (1u << 20));
     for_each_kernel<<<grid, 256, 0, static_cast<cudaStream_t>(exec.context().stream())>>>(n, f);
@@ -33,13 +34,14 @@ struct CudaLaunch {
 
   template <class T>
   static std::uint64_t exclusive_scan(const Executor& exec, T* data, std::size_t n) {
+    const DeviceScope on(exec.context().device());
     auto stream = static_cast<cudaStream_t>(exec.context().stream());
     T last = 0;
     if (n) exec.context().copy_to_host(&last, data + n - 1, sizeof(T));
     std::size_t temp_bytes = 0;
-    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, data, data, static_cast<int>(n), stream));
+    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, data, data, static_cast<std::int64_t>(n), stream));
     DeviceBuffer<unsigned char> temp(exec, temp_bytes);
-    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, data, data, static_cast<int>(n), stream));
+    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, data, data, static_cast<std::int64_t>(n), stream));
     T last_scanned = 0;
     if (n) exec.context().copy_to_host(&last_scanned, data + n - 1, sizeof(T));
     exec.context().synchronize();

@@ -10,6 +10,7 @@
 
 #include "../support/parallel_paths.hpp"
 #include "executors.hpp"
+#include "fem/gpu/detail/table_ops.hpp"
 #include "fem/gpu/hash_table.hpp"
 #include "fem/store.hpp"
 #include "fem/mesh/generate.hpp"
@@ -226,6 +227,37 @@ TEST_P(HashTableTest, SameResultsAsTheHostTwin) {
   std::sort(a.begin(), a.end());
   std::sort(b.begin(), b.end());
   EXPECT_EQ(a, b);
+}
+
+// More distinct keys than the table has slots, through the _async form that cannot grow it.
+// The inserts that find no room give up after async_probe_limit probes (not the whole capacity
+// each), the phases after the marking stop without reading a slot nobody wrote (on CUDA an
+// unwritten slot is an out-of-bounds access; the debug device poisons its buffers so that it is
+// one there too), and the next blocking call reports the overflow. clear() recovers the table.
+TEST_P(HashTableTest, AsyncInsertUniqueIntoAFullTableReportsTheOverflow) {
+  FEM_TEST_EXECUTOR(GetParam(), exec);
+  HashTable64x32 table(exec, 100);
+  const std::size_t n = table.capacity() + 4096;
+  std::vector<std::uint64_t> keys(n);
+  for (std::size_t i = 0; i < n; ++i) keys[i] = fem::gpu::detail::mix64(i + 1) >> 1;  // distinct, valid
+  DeviceBuffer<std::uint64_t> device_keys(exec, n);
+  device_keys.upload(keys);
+  DeviceBuffer<std::uint32_t> ids(exec, n);
+  DeviceBuffer<std::uint8_t> is_new(exec, n);
+  table.insert_unique_async(device_keys.data(), ids.data(), is_new.data(), n);
+  EXPECT_THROW(table.size(), fem::Error);
+  // The plain async insert too.
+  table.clear();
+  DeviceBuffer<std::uint32_t> v(exec, n);
+  v.upload(std::vector<std::uint32_t>(n, 7));
+  table.insert_async(device_keys.data(), v.data(), n);
+  EXPECT_THROW(table.size(), fem::Error);
+  table.clear();
+  EXPECT_EQ(table.size(), 0u);
+  std::vector<std::uint32_t> fresh_ids(100);
+  table.insert_unique(std::span<const std::uint64_t>(keys).first(100), fresh_ids);
+  EXPECT_EQ(table.size(), 100u);
+  EXPECT_EQ(fresh_ids[99], 99u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors, HashTableTest, fem::gpu::testing::all_targets, fem::gpu::testing::target_name);

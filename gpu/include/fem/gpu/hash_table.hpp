@@ -63,7 +63,17 @@ class HashTable {
 
   // --- stream-ordered forms on executor-resident arrays (device pointers for CUDA) ---------
   // They return once the work is queued on the context's stream; they never grow the table
-  // (reserve() first: a table found full throws at the next blocking call).
+  // (reserve() first: a table found full throws at the next blocking call). An insert gives up
+  // after async_probe_limit probes, so that overfilling a table costs a bounded time per key
+  // and is reported, rather than every key probing the whole capacity; at the default
+  // max_load no probe sequence comes near it.
+  //
+  // Ordering: the context's stream is a non-blocking one (cudaStreamNonBlocking). It is not
+  // ordered against the legacy default stream, nor against other streams: arrays written by
+  // the caller's own kernels or copies must be complete (or ordered with an event) before
+  // these calls, and results may be read only after the context's synchronize(), a blocking
+  // call of this table, or an event recorded on its stream.
+  static constexpr std::uint32_t async_probe_limit = 4096;
 
   void insert_async(const K* keys, const V* values, std::size_t n);
   void insert_unique_async(const K* keys, V* ids, std::uint8_t* is_new, std::size_t n);

@@ -12,6 +12,9 @@
 #if !defined(__CUDA_ARCH__)
 #include <atomic>
 #endif
+#if defined(__CUDACC__)
+#include <cuda/atomic>
+#endif
 
 namespace fem::gpu::detail {
 
@@ -86,6 +89,10 @@ struct HostAtomics {
     return std::atomic_ref<T>(*const_cast<T*>(p)).load(std::memory_order_acquire);
   }
   template <class T>
+  static T load_acquire(const T* p) {
+    return load(p);
+  }
+  template <class T>
   static void store(T* p, T v) {
     std::atomic_ref<T>(*p).store(v, std::memory_order_release);
   }
@@ -142,9 +149,17 @@ struct DeviceAtomics {
   __device__ static T load(const T* p) {
     return *static_cast<const volatile T*>(p);
   }
+  /// Acquire: the loads after it see what the writer stored before its fence and this value
+  /// (the 128-bit keys' lo word after their hi word).
+  template <class T>
+  __device__ static T load_acquire(const T* p) {
+    return cuda::atomic_ref<T, cuda::thread_scope_device>(*const_cast<T*>(p)).load(cuda::memory_order_acquire);
+  }
+  /// A plain (relaxed) store. No fence: within an insert kernel nobody reads the values, and the
+  /// kernel boundary orders them for the next kernel; where an order is needed (a 128-bit key's
+  /// lo word before its hi word) the caller fences explicitly.
   template <class T>
   __device__ static void store(T* p, T v) {
-    __threadfence();
     *static_cast<volatile T*>(p) = v;
   }
   template <class T>
@@ -221,6 +236,9 @@ FEM_HD_INLINE ProbeResult insert_key_from(const TableRef<K, V>& t, const K& key,
         A::pause();
         cur = A::load(hi);
       }
+      // The writer stored lo, fenced, then stored hi: read hi again with acquire before lo, or
+      // (on the device's weak memory) lo may still read its old contents after hi reads new.
+      if (cur != T::empty_hi) cur = A::load_acquire(hi);
       if (cur == key.hi && A::load(&t.keys[slot].lo) == key.lo) return {std::uint32_t(slot), std::uint32_t(probes), false, false};
     }
     slot = (slot + 1) & t.mask;
@@ -273,21 +291,26 @@ FEM_HD_INLINE ProbeResult insert_one(const TableRef<K, V>& t, const K& key, V va
 
 /// Phase 1 of insert_unique: place the key and keep, in its value, the smallest batch index at
 /// which it occurs (marked pending). Keys already numbered keep their id (ids < pending_bit).
+/// A key that found no room gets slot not_found: every slots[i] is written, so the later phases
+/// never index the table with an unwritten slot (the batch is then reported full).
 template <class A, class K, class V>
 FEM_HD_INLINE ProbeResult mark_one(const TableRef<K, V>& t, const K& key, std::uint64_t i, std::uint32_t* slots) {
   const ProbeResult r = insert_key<A>(t, key);
-  if (!r.full) {
-    A::fetch_min(&t.values[r.slot], V(pending_bit<V> | V(i)));
-    slots[i] = r.slot;
-  }
+  if (!r.full) A::fetch_min(&t.values[r.slot], V(pending_bit<V> | V(i)));
+  slots[i] = r.full ? not_found : r.slot;
   return r;
 }
 
 /// Phase 2: read back the value: 1 when occurrence i is its key's first occurrence in the
-/// batch of a key that was not numbered before. The raw value is kept in ids[i] for phase 3.
+/// batch of a key that was not numbered before. The raw value is kept in ids[i] for phase 3
+/// (empty_value for a key that found no room).
 template <class K, class V>
 FEM_HD_INLINE std::uint32_t first_occurrence_flag(const TableRef<K, V>& t, std::uint64_t i, const std::uint32_t* slots,
                                                   V* ids) {
+  if (slots[i] == not_found) {
+    ids[i] = empty_value<V>;
+    return 0u;
+  }
   const V v = t.values[slots[i]];
   ids[i] = v;
   return (v & pending_bit<V>) && V(v & ~pending_bit<V>) == V(i) ? 1u : 0u;
@@ -295,11 +318,14 @@ FEM_HD_INLINE std::uint32_t first_occurrence_flag(const TableRef<K, V>& t, std::
 
 /// Phase 3: the id of occurrence i: its old id, or base + the rank of its key's first occurrence
 /// among first occurrences (ranks = exclusive scan of the flags). Deterministic: ids follow
-/// first occurrence order whatever the thread count or the device.
+/// first occurrence order whatever the thread count or the device. A key that found no room
+/// keeps empty_value (never a pending value: batches hold fewer than 2^31 keys).
 template <class V>
 FEM_HD_INLINE void resolve_id(std::uint64_t i, V base, const std::uint32_t* ranks, V* ids, std::uint8_t* is_new) {
   const V v = ids[i];
-  if (v & pending_bit<V>) {
+  if (v == empty_value<V>) {
+    if (is_new) is_new[i] = 0;
+  } else if (v & pending_bit<V>) {
     const std::uint64_t first = v & ~pending_bit<V>;
     ids[i] = V(base + ranks[first]);
     if (is_new) is_new[i] = first == i ? 1 : 0;
