@@ -1,21 +1,19 @@
-#!/ usr / bin / env python3
-""
-        "Registers, stack frame and spills of every kernel in nvcc's `-Xptxas -v` output.
+#!/usr/bin/env python3
+"""Registers, stack frame and spills of every kernel in nvcc's `-Xptxas -v` output.
 
-        nvcc... -
-        Xptxas - v - c file.cu 2 >
-    ptxas.txt scripts / ptxas - report.py ptxas
-                                    .txt[--check REGEX][--max - registers 128]
+    nvcc ... -Xptxas -v -c file.cu 2> ptxas.txt
+    scripts/ptxas-report.py ptxas.txt [--check REGEX] [--max-registers 128]
 
-                                Prints one line per kernel and architecture.With-- check,
-    the kernels whose demangled name matches REGEX must have no stack frame,
-    no spills and at most-- max - registers registers; the
-script exits 1 naming those that do not (the build's `fem_ptxas_check` target uses it).
+Prints one line per kernel and architecture. With --check, the kernels whose demangled name
+matches REGEX must have no stack frame, no spills and at most --max-registers registers; the
+script exits 1 naming those that do not.
 """
 import argparse
 import re
 import subprocess
 import sys
+
+CELL_TYPES = ["point", "line2", "line3", "tri3", "tri6", "quad4", "quad9", "tet4", "tet10", "hex8", "hex27"]
 
 
 def demangle(names):
@@ -24,9 +22,6 @@ def demangle(names):
         return out.stdout.splitlines()
     except (OSError, subprocess.CalledProcessError):
         return names
-
-
-CELL_TYPES = ["point", "line2", "line3", "tri3", "tri6", "quad4", "quad9", "tet4", "tet10", "hex8", "hex27"]
 
 
 def short(name):
@@ -51,12 +46,12 @@ def short(name):
 
 
 def parse(text):
-    entries, current, arch = [], None, None
+    entries, current = [], None
     for line in text.splitlines():
         m = re.search(r"Compiling entry function '([^']+)' for '(sm_\d+)'", line)
         if m:
-            current, arch = m.group(1), m.group(2)
-            entries.append({"mangled": current, "arch": arch, "registers": 0, "stack": 0, "spill_stores": 0,
+            current = m.group(1)
+            entries.append({"mangled": current, "arch": m.group(2), "registers": 0, "stack": 0, "spill_stores": 0,
                             "spill_loads": 0})
             continue
         if current is None:
@@ -85,13 +80,14 @@ def main():
     print(f"{'arch':6} {'regs':>4} {'stack':>6} {'spill st':>8} {'spill ld':>8}  kernel")
     bad = []
     for e in sorted(entries, key=lambda e: (e["name"], e["arch"])):
-        print(f"{e['arch']:6} {e['registers']:>4} {e['stack']:>6} {e['spill_stores']:>8} {e['spill_loads']:>8}  {e['name']}")
+        print(f"{e['arch']:6} {e['registers']:>4} {e['stack']:>6} {e['spill_stores']:>8} {e['spill_loads']:>8}  "
+              f"{e['name']}")
         if a.check and re.search(a.check, e["name"]):
             if e["stack"] or e["spill_stores"] or e["spill_loads"] or e["registers"] > a.max_registers:
                 bad.append(e)
     if bad:
-        print(f"\n{len(bad)} kernel(s) matching '{a.check}' use local memory or more than {a.max_registers} registers:",
-              file=sys.stderr)
+        print(f"\n{len(bad)} kernel(s) matching '{a.check}' use local memory or more than {a.max_registers} "
+              "registers:", file=sys.stderr)
         for e in bad:
             print(f"  {e['arch']} {e['name']}: {e['registers']} registers, {e['stack']} B stack, "
                   f"{e['spill_stores']} B spilled", file=sys.stderr)
