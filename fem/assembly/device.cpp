@@ -4,6 +4,9 @@
 #include "fem/assembly/device.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <numeric>
+#include <tuple>
 
 #include "fem/assembly/detail/device_impl.hpp"
 #include "launch_host.hpp"
@@ -16,9 +19,12 @@ using detail::TagCoefficient;
 
 std::string executor_key(const gpu::Executor& exec) {
   switch (exec.kind()) {
-    case gpu::Executor::Kind::host: return "host";
-    case gpu::Executor::Kind::debug_device: return "debug-device";
-    case gpu::Executor::Kind::cuda: break;
+    case gpu::Executor::Kind::host:
+      return "host";
+    case gpu::Executor::Kind::debug_device:
+      return "debug-device";
+    case gpu::Executor::Kind::cuda:
+      break;
   }
   // The context's address tells two devices of the same model apart (and injected contexts). It
   // cannot be reused by another context while an entry keyed with it exists: the entry's device
@@ -38,21 +44,73 @@ gpu::DeviceBuffer<T> upload(const gpu::Executor& exec, std::span<const T> host) 
   return buffer;
 }
 
+// Colours of cells that share no node: greedy first fit in cell order, 64 colours per pass over
+// the cells (a bit mask of the colours used at each node); cells by index within a colour.
+// Returns the cells in colour order and the colours' offsets.
+std::pair<std::vector<index_t>, std::vector<index_t>> colour_cells(const Mesh& mesh) {
+  const auto nc = static_cast<std::size_t>(mesh.num_cells());
+  const int npc = mesh.nodes_per_cell();
+  const auto cells = mesh.cells();
+  std::vector<int> colour(nc, -1);
+  std::vector<std::uint64_t> used(static_cast<std::size_t>(mesh.num_nodes()));
+  int colours = 0;
+  for (std::size_t left = nc, base = 0; left > 0; base += 64) {
+    std::fill(used.begin(), used.end(), 0);
+    for (std::size_t c = 0; c < nc; ++c) {
+      if (colour[c] >= 0) continue;
+      std::uint64_t taken = 0;
+      for (int g = 0; g < npc; ++g) taken |= used[static_cast<std::size_t>(cells[c * npc + g])];
+      if (taken == ~std::uint64_t{0}) continue;  // the next pass's colours
+      const int k = std::countr_one(taken);
+      colour[c] = static_cast<int>(base) + k;
+      colours = std::max(colours, colour[c] + 1);
+      --left;
+      for (int g = 0; g < npc; ++g)
+        used[static_cast<std::size_t>(cells[c * npc + g])] |= std::uint64_t{1} << k;
+    }
+  }
+  std::vector<index_t> offsets(static_cast<std::size_t>(colours) + 1, 0), order(nc);
+  for (std::size_t c = 0; c < nc; ++c) ++offsets[static_cast<std::size_t>(colour[c]) + 1];
+  std::partial_sum(offsets.begin(), offsets.end(), offsets.begin());
+  std::vector<index_t> next(offsets.begin(), offsets.end() - 1);
+  for (std::size_t c = 0; c < nc; ++c)
+    order[static_cast<std::size_t>(next[static_cast<std::size_t>(colour[c])]++)] = static_cast<index_t>(c);
+  offsets.erase(std::unique(offsets.begin(), offsets.end()), offsets.end());  // no empty colours
+  return {std::move(order), std::move(offsets)};
+}
+
+// Per-cell arrays in colour order, entry-major: out[k · nc + p] = in[order[p] · width + k].
+template <class T>
+std::vector<T> by_position(std::span<const T> in, int width, std::span<const index_t> order) {
+  const std::size_t nc = order.size();
+  std::vector<T> out(in.size());
+  for (std::size_t p = 0; p < nc; ++p) {
+    const T* row = in.data() + static_cast<std::size_t>(order[p]) * width;
+    for (int k = 0; k < width; ++k) out[static_cast<std::size_t>(k) * nc + p] = row[k];
+  }
+  return out;
+}
+
 DeviceMesh upload_mesh(const Mesh& mesh, const gpu::Executor& exec) {
-  FEM_EXPECTS(mesh.gdim() == mesh.tdim(), "device assembly needs cells of the mesh's dimension: {} cells in {}D",
-              mesh.cell_info().name, mesh.gdim());
+  FEM_EXPECTS(mesh.gdim() == mesh.tdim(),
+              "device assembly needs cells of the mesh's dimension: {} cells in {}D", mesh.cell_info().name,
+              mesh.gdim());
   DeviceMesh d;
   d.num_cells = mesh.num_cells();
   d.num_nodes = mesh.num_nodes();
   d.nodes_per_cell = mesh.nodes_per_cell();
   d.dim = mesh.gdim();
   d.where = exec.separate_memory() ? Residency::device : Residency::host;
+  std::tie(d.order, d.colour_offsets) = colour_cells(mesh);
   d.coords = upload(exec, mesh.coords());
-  d.cells = upload(exec, mesh.cells());
+  const auto cells = by_position(mesh.cells(), d.nodes_per_cell, std::span<const index_t>(d.order));
+  d.cells = upload(exec, std::span<const index_t>(cells));
+  d.cell_ids = upload(exec, std::span<const index_t>(d.order));
   std::vector<int> zeros;
   std::span<const int> tags = mesh.cell_tags();
   if (tags.size() != static_cast<std::size_t>(d.num_cells)) tags = zeros = std::vector<int>(d.num_cells, 0);
-  d.tags = upload(exec, tags);
+  const auto tags_by_position = by_position(tags, 1, std::span<const index_t>(d.order));
+  d.tags = upload(exec, std::span<const int>(tags_by_position));
   d.distinct_tags.assign(tags.begin(), tags.end());
   std::sort(d.distinct_tags.begin(), d.distinct_tags.end());
   d.distinct_tags.erase(std::unique(d.distinct_tags.begin(), d.distinct_tags.end()), d.distinct_tags.end());
@@ -60,11 +118,14 @@ DeviceMesh upload_mesh(const Mesh& mesh, const gpu::Executor& exec) {
   return d;
 }
 
-DevicePlan upload_plan(const FunctionSpace& V, const AssemblyPlan& plan, const gpu::Executor& exec) {
+DevicePlan upload_plan(const FunctionSpace& V, const AssemblyPlan& plan, const DeviceMesh& mesh,
+                       const gpu::Executor& exec) {
   DevicePlan d;
   d.dof_cells = upload(exec, std::span<const index_t>(V.dofmap().cell_nodes));
-  d.element_slots = upload(exec, std::span<const index_t>(plan.connectivity.element_slots));
   d.dofs_per_cell = plan.connectivity.dofs_per_cell;
+  const auto slots = by_position(std::span<const index_t>(plan.connectivity.element_slots),
+                                 d.dofs_per_cell * d.dofs_per_cell, std::span<const index_t>(mesh.order));
+  d.element_slots = upload(exec, std::span<const index_t>(slots));
   d.nnz = plan.pattern().nnz();
   d.where = exec.separate_memory() ? Residency::device : Residency::host;
   exec.context().synchronize();
@@ -85,8 +146,8 @@ TagCoefficient tag_coefficient(const Coefficient& c, const DeviceMesh& mesh, std
     return t;
   }
   FEM_EXPECTS(mesh.distinct_tags.size() <= static_cast<std::size_t>(TagCoefficient::max_tags),
-              "device assembly: the mesh has {} cell tags, at most {} are supported", mesh.distinct_tags.size(),
-              TagCoefficient::max_tags);
+              "device assembly: the mesh has {} cell tags, at most {} are supported",
+              mesh.distinct_tags.size(), TagCoefficient::max_tags);
   for (int tag : mesh.distinct_tags) {
     t.tags[t.num_tags] = tag;
     t.values[t.num_tags++] = c(0, tag, nullptr);
@@ -99,7 +160,8 @@ template <class E>
 std::vector<double> pack_tabulation(const Quadrature& q) {
   const detail::Tabulation<E, E> tab(q);
   std::vector<double> out;
-  for (const auto* v : {&tab.w, &tab.phi, &tab.dphi, &tab.psi, &tab.dpsi}) out.insert(out.end(), v->begin(), v->end());
+  for (const auto* v : {&tab.w, &tab.phi, &tab.dphi, &tab.psi, &tab.dpsi})
+    out.insert(out.end(), v->begin(), v->end());
   return out;
 }
 
@@ -120,10 +182,10 @@ std::shared_ptr<const DeviceMesh> device_mesh(const FunctionSpace& V, const gpu:
 }
 
 std::shared_ptr<const DevicePlan> device_plan(const FunctionSpace& V, const AssemblyPlan& plan,
-                                              const gpu::Executor& exec) {
+                                              const DeviceMesh& mesh, const gpu::Executor& exec) {
   auto compute = [&] {
     if (V.store()) V.store()->count("assembly.device_plan_uploads");
-    return upload_plan(V, plan, exec);
+    return upload_plan(V, plan, mesh, exec);
   };
   if (V.store() == nullptr) return std::make_shared<const DevicePlan>(compute());
   return V.store()->get_or_compute<DevicePlan>(
@@ -131,15 +193,19 @@ std::shared_ptr<const DevicePlan> device_plan(const FunctionSpace& V, const Asse
       {{V.mesh_key(), V.mesh_version()}}, compute);
 }
 
-DeviceAssembler::DeviceAssembler(FunctionSpace V, gpu::Executor exec)
-    : exec_(std::move(exec)), host_(std::move(V), exec_), bad_cell_(exec_, 1) {
+DeviceAssembler::DeviceAssembler(FunctionSpace V, gpu::Executor exec, Scatter scatter)
+    : exec_(std::move(exec)),
+      scatter_(scatter),
+      host_(std::move(V), exec_),
+      bad_cell_(exec_, 1),
+      bad_cell_host_(exec_, 1) {
   const FunctionSpace& S = host_.space();
   FEM_EXPECTS(S.degree() == 1 && supported_cell(S.mesh().cell_type()),
               "device assembly covers P1 on triangles and tetrahedra and Q1 on quadrilaterals and hexahedra, "
               "not {} on {} cells (use the host Assembler)",
               S.name(), S.mesh().cell_info().name);
   mesh_ = device_mesh(S, exec_);
-  plan_ = device_plan(S, host_.plan(), exec_);
+  plan_ = device_plan(S, host_.plan(), *mesh_, exec_);
 }
 
 const double* DeviceAssembler::tabulation(int quadrature_degree, int* nq) const {
@@ -149,10 +215,18 @@ const double* DeviceAssembler::tabulation(int quadrature_degree, int* nq) const 
     const Quadrature& q = quadrature(space().element(), quadrature_degree);
     std::vector<double> packed;
     switch (space().element()) {
-      case CellType::tri3: packed = pack_tabulation<Lagrange<CellType::tri3>>(q); break;
-      case CellType::tet4: packed = pack_tabulation<Lagrange<CellType::tet4>>(q); break;
-      case CellType::quad4: packed = pack_tabulation<Lagrange<CellType::quad4>>(q); break;
-      default: packed = pack_tabulation<Lagrange<CellType::hex8>>(q); break;
+      case CellType::tri3:
+        packed = pack_tabulation<Lagrange<CellType::tri3>>(q);
+        break;
+      case CellType::tet4:
+        packed = pack_tabulation<Lagrange<CellType::tet4>>(q);
+        break;
+      case CellType::quad4:
+        packed = pack_tabulation<Lagrange<CellType::quad4>>(q);
+        break;
+      default:
+        packed = pack_tabulation<Lagrange<CellType::hex8>>(q);
+        break;
     }
     auto buffer = std::make_shared<gpu::DeviceBuffer<double>>(upload(exec_, std::span<const double>(packed)));
     exec_.context().synchronize();
@@ -170,8 +244,8 @@ struct DeviceAssembler::Run {
 };
 
 void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const {
-  FEM_EXPECTS(values.size() == pattern()->nnz(), "device matrix values: {} given, the pattern has {} nonzeros",
-              values.size(), pattern()->nnz());
+  FEM_EXPECTS(values.size() == pattern()->nnz(),
+              "device matrix values: {} given, the pattern has {} nonzeros", values.size(), pattern()->nnz());
   DeviceJob job;
   job.cell = space().element();
   job.bs = space().components();
@@ -182,8 +256,12 @@ void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const
   job.num_cells = mesh_->num_cells;
   job.coords = mesh_->coords.data();
   job.cells = mesh_->cells.data();
+  job.cell_ids = mesh_->cell_ids.data();
   job.tags = mesh_->tags.data();
   job.slots = plan_->element_slots.data();
+  job.colour_offsets = mesh_->colour_offsets.data();
+  job.num_colours = mesh_->num_colours();
+  job.atomic = scatter_ == Scatter::atomic;
   job.tab = tabulation(r.quadrature_degree, &job.nq);
   job.values = values.data();
   // One launch at a time per assembler: they share the flag.
@@ -198,9 +276,9 @@ void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const
                             : detail::launch_device_assembly<gpu::detail::HostLaunch>(exec_, job);
   FEM_EXPECTS(launched, "device assembly: no kernel for {} with {} components and a {}-point rule",
               space().name(), job.bs, job.nq);
-  int bad_cell = none;
-  bad_cell_.download(std::span<int>(&bad_cell, 1));
+  bad_cell_.download(bad_cell_host_.span());
   ctx.synchronize();
+  const int bad_cell = bad_cell_host_.data()[0];
   if (bad_cell != none) {
     // Recompute the offending determinant on the host for the message (the same cell_geometry).
     const Mesh& m = space().mesh();
@@ -209,17 +287,26 @@ void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const
       constexpr int n = E::n, dim = E::dim;
       double X[n][dim];
       for (int g = 0; g < n; ++g)
-        for (int d = 0; d < dim; ++d) X[g][d] = m.coords()[static_cast<std::size_t>(m.cell(bad_cell)[g]) * dim + d];
+        for (int d = 0; d < dim; ++d)
+          X[g][d] = m.coords()[static_cast<std::size_t>(m.cell(bad_cell)[g]) * dim + d];
       const detail::Tabulation<E, E> tab(quadrature(space().element(), r.quadrature_degree));
       std::vector<double> weight(tab.nq), grad(tab.nq * n * dim);
       detail::cell_geometry<E, E, 0>(X, tab.nq, tab.w.data(), tab.dphi.data(), tab.dpsi.data(), weight.data(),
                                      grad.data(), det);
     };
     switch (space().element()) {
-      case CellType::tri3: check.template operator()<Lagrange<CellType::tri3>>(); break;
-      case CellType::tet4: check.template operator()<Lagrange<CellType::tet4>>(); break;
-      case CellType::quad4: check.template operator()<Lagrange<CellType::quad4>>(); break;
-      default: check.template operator()<Lagrange<CellType::hex8>>(); break;
+      case CellType::tri3:
+        check.template operator()<Lagrange<CellType::tri3>>();
+        break;
+      case CellType::tet4:
+        check.template operator()<Lagrange<CellType::tet4>>();
+        break;
+      case CellType::quad4:
+        check.template operator()<Lagrange<CellType::quad4>>();
+        break;
+      default:
+        check.template operator()<Lagrange<CellType::hex8>>();
+        break;
     }
     detail::throw_inverted_cell(m, bad_cell, det);
   }
@@ -228,14 +315,19 @@ void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const
 void DeviceAssembler::matrix_into_device(const Diffusion& form, gpu::DeviceBuffer<double>& values) const {
   FEM_EXPECTS(space().components() == 1, "diffusion needs a scalar space, not {}", space().name());
   const auto tags = space().mesh().cell_tags();
-  run({DeviceForm::diffusion, host_.quadrature_degree(0), tag_coefficient(form.k, *mesh_, tags, "diffusion coefficient"),
+  run({DeviceForm::diffusion,
+       host_.quadrature_degree(0),
+       tag_coefficient(form.k, *mesh_, tags, "diffusion coefficient"),
        {}},
       values);
 }
 
 void DeviceAssembler::matrix_into_device(const Mass& form, gpu::DeviceBuffer<double>& values) const {
   const auto tags = space().mesh().cell_tags();
-  run({DeviceForm::mass, host_.quadrature_degree(2), tag_coefficient(form.rho, *mesh_, tags, "mass density"), {}},
+  run({DeviceForm::mass,
+       host_.quadrature_degree(2),
+       tag_coefficient(form.rho, *mesh_, tags, "mass density"),
+       {}},
       values);
 }
 

@@ -1,5 +1,6 @@
 // The CUDA GpuContext: one device, one stream, stream-ordered allocation (cudaMallocAsync) and
 // copies, device properties.
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -14,6 +15,13 @@ class CudaContext final : public GpuContext {
   explicit CudaContext(int device) : device_(device) {
     const detail::DeviceScope on(device_);
     FEM_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    // The device's default pool keeps what cudaFreeAsync returns instead of handing it back to
+    // the driver at every synchronization (its release threshold is 0 by default): the buffers
+    // of a repeated assembly or insert are then served from the pool, not allocated anew.
+    cudaMemPool_t pool = nullptr;
+    FEM_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device_));
+    std::uint64_t keep = ~std::uint64_t{0};
+    FEM_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   }
   ~CudaContext() override {
     const int previous = [] {
@@ -60,6 +68,13 @@ class CudaContext final : public GpuContext {
     FEM_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
   int device() const noexcept override { return device_; }
+  void* allocate_pinned(std::size_t bytes) override {
+    const detail::DeviceScope on(device_);
+    void* p = nullptr;
+    FEM_CUDA_TRY(cudaMallocHost(&p, bytes));
+    return p;
+  }
+  void deallocate_pinned(void* ptr) noexcept override { cudaFreeHost(ptr); }
   void* stream() const noexcept override { return stream_; }
   DeviceProperties properties() const override {
     cudaDeviceProp p{};

@@ -12,8 +12,8 @@
 #include "executors.hpp"
 #include "fem/gpu/detail/table_ops.hpp"
 #include "fem/gpu/hash_table.hpp"
-#include "fem/store.hpp"
 #include "fem/mesh/generate.hpp"
+#include "fem/store.hpp"
 
 namespace {
 
@@ -44,7 +44,8 @@ class HashTableTest : public ::testing::TestWithParam<Target> {
 
 TEST_P(HashTableTest, InsertGivesExactlyTheUniquePairsOfAMesh) {
   FEM_TEST_EXECUTOR(GetParam(), exec);
-  for (const auto& mesh : {fem::mesh::unit_cube(fem::CellType::tet4, 6), fem::mesh::unit_square(fem::CellType::quad4, 20)}) {
+  for (const auto& mesh :
+       {fem::mesh::unit_cube(fem::CellType::tet4, 6), fem::mesh::unit_square(fem::CellType::quad4, 20)}) {
     const auto keys = pair_stream(mesh);
     HashTable64x32 table(exec, keys.size() / 4);
     std::vector<std::uint32_t> values(keys.size());
@@ -106,7 +107,9 @@ TEST_P(HashTableTest, FindsEverythingInsertedAndNothingElse) {
   std::vector<std::uint64_t> keys(200000), absent(50000);
   std::set<std::uint64_t> present;
   for (auto& k : keys) present.insert(k = rng() >> 1);
-  for (auto& k : absent) do k = rng() >> 1; while (present.count(k));
+  for (auto& k : absent) do
+      k = rng() >> 1;
+    while (present.count(k));
   HashTable64x64 table(exec, keys.size());
   std::vector<std::uint64_t> values(keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) values[i] = keys[i] ^ 0x5555;
@@ -138,7 +141,8 @@ TEST_P(HashTableTest, GrowthPreservesContents) {
   }
   // In pieces, so the table grows between calls as well as within one.
   for (std::size_t off = 0; off < keys.size(); off += 100000)
-    table.insert(std::span(keys).subspan(off, 100000), std::span<const std::uint32_t>(values).subspan(off, 100000));
+    table.insert(std::span(keys).subspan(off, 100000),
+                 std::span<const std::uint32_t>(values).subspan(off, 100000));
   EXPECT_GT(table.capacity(), cap0);
   EXPECT_LE(table.load_factor(), 0.5);
   EXPECT_EQ(table.size(), keys.size());
@@ -260,7 +264,8 @@ TEST_P(HashTableTest, AsyncInsertUniqueIntoAFullTableReportsTheOverflow) {
   EXPECT_EQ(fresh_ids[99], 99u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Executors, HashTableTest, fem::gpu::testing::all_targets, fem::gpu::testing::target_name);
+INSTANTIATE_TEST_SUITE_P(Executors, HashTableTest, fem::gpu::testing::all_targets,
+                         fem::gpu::testing::target_name);
 
 TEST(HashTable, NumberingDoesNotDependOnTheThreadCount) {
   const fem::testing::ParallelPaths parallel;

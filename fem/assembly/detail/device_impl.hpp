@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 
 #if !defined(__CUDA_ARCH__)
 #include <atomic>
@@ -33,21 +34,32 @@ struct TagCoefficient {
 
 enum class DeviceForm { diffusion, mass, elasticity };
 
-/// One device assembly: what the cells read (executor memory) and what they write.
+/// One device assembly: what the cells read (executor memory) and what they write. The cells
+/// are in colour order (DeviceMesh): position p of a colour's range is cell cell_ids[p], and the
+/// per-cell arrays are stored entry-major, entry k of position p at [k · num_cells + p], so the
+/// threads of a warp (consecutive positions) read consecutive words.
 struct DeviceJob {
   CellType cell = CellType::point;
   int bs = 1, nq = 0;
   DeviceForm form = DeviceForm::diffusion;
-  TagCoefficient c0, c1;         ///< k, rho or E; nu for elasticity
-  bool plane_stress = false;     ///< elasticity in 2D: plane stress instead of plane strain
+  TagCoefficient c0, c1;      ///< k, rho or E; nu for elasticity
+  bool plane_stress = false;  ///< elasticity in 2D: plane stress instead of plane strain
   index_t num_cells = 0;
   const double* coords = nullptr;
-  const index_t* cells = nullptr;
-  const int* tags = nullptr;
-  const index_t* slots = nullptr;
-  const double* tab = nullptr;   ///< w[nq] | phi[nq·n] | dphi[nq·n·dim] | psi[nq·n] | dpsi[nq·n·dim]
+  const index_t* cells = nullptr;     ///< node g of position p at [g · num_cells + p]
+  const index_t* cell_ids = nullptr;  ///< the mesh's cell at position p
+  const int* tags = nullptr;          ///< by position
+  const index_t* slots = nullptr;     ///< element entry k of position p at [k · num_cells + p]
+  const double* tab = nullptr;  ///< w[nq] | phi[nq·n] | dphi[nq·n·dim] | psi[nq·n] | dpsi[nq·n·dim]
   double* values = nullptr;
-  int* bad_cell = nullptr;       ///< 0x7f7f7f7f, or the smallest inverted/degenerate cell
+  int* bad_cell = nullptr;  ///< 0x7f7f7f7f, or the smallest inverted/degenerate cell
+  /// Host memory: the positions of colour k are [colour_offsets[k], colour_offsets[k + 1]).
+  const index_t* colour_offsets = nullptr;
+  int num_colours = 0;
+  /// One launch over every cell with atomic adds (nondeterministic in the last bits) instead of
+  /// one launch per colour with plain adds (DeviceAssembler::Scatter).
+  bool atomic = false;
+  index_t first = 0;  ///< the launch's first position (set per colour)
 };
 
 FEM_HD_INLINE void atomic_add(double* p, double v) {
@@ -75,15 +87,20 @@ struct CellAssembly {
   using G = E;  // P1/Q1: the geometry map is the element
   static constexpr int n = E::n, dim = E::dim, nd = n * BS, nn = nd * nd;
   static constexpr bool cg = constant_gradients<E, G>;
+  // A vector mass matrix couples equal components only: its other blocks are zero, not scattered.
+  static constexpr bool component_blocks = BS > 1 && std::is_same_v<Kernel, kernels::Mass<TagCoefficient>>;
   DeviceJob job;
   Kernel kernel;
 
   FEM_HD void operator()(std::size_t i) const {
-    const auto c = static_cast<index_t>(i);
-    const index_t* nodes = job.cells + i * n;
+    const std::size_t p = static_cast<std::size_t>(job.first) + i,
+                      stride = static_cast<std::size_t>(job.num_cells);
+    const index_t c = job.cell_ids[p];
     double X[n][dim];
-    for (int g = 0; g < n; ++g)
-      for (int d = 0; d < dim; ++d) X[g][d] = job.coords[static_cast<std::size_t>(nodes[g]) * dim + d];
+    for (int g = 0; g < n; ++g) {
+      const auto node = static_cast<std::size_t>(job.cells[g * stride + p]);
+      for (int d = 0; d < dim; ++d) X[g][d] = job.coords[node * dim + d];
+    }
     const double* w = job.tab;
     const double* phi = w + NQ;
     const double* dphi = phi + NQ * n;
@@ -96,7 +113,7 @@ struct CellAssembly {
     }
     CellValues<E, BS, cg> cv;
     cv.cell = c;
-    cv.tag = job.tags[c];
+    cv.tag = job.tags[p];
     cv.num_points = NQ;
     cv.weight = weight;
     cv.phi = phi;
@@ -104,38 +121,60 @@ struct CellAssembly {
     cv.x = x;  // device coefficients do not depend on x
     double A[nn] = {};
     kernel(cv, A);
-    const index_t* s = job.slots + i * nn;
-    for (int k = 0; k < nn; ++k) atomic_add(job.values + s[k], A[k]);
+    for (int k = 0; k < nn; ++k) {
+      if constexpr (component_blocks)
+        if ((k / nd) % BS != (k % nd) % BS) continue;
+      double* v = job.values + job.slots[k * stride + p];
+      if (job.atomic)
+        atomic_add(v, A[k]);
+      else
+        *v += A[k];  // no other cell of the colour shares a node
+    }
   }
 };
 
 template <class Launch, class E, int BS, int NQ, class Kernel>
 void launch_cells(const gpu::Executor& exec, const DeviceJob& job, const Kernel& kernel) {
-  Launch::for_each(exec, static_cast<std::size_t>(job.num_cells), CellAssembly<E, BS, NQ, Kernel>{job, kernel});
+  if (job.atomic) {
+    Launch::for_each(exec, static_cast<std::size_t>(job.num_cells),
+                     CellAssembly<E, BS, NQ, Kernel>{job, kernel});
+    return;
+  }
+  // One launch per colour, in colour order: each slot gets its contributions in the same order
+  // on every run and device, and A(i, j) and A(j, i) in the same order from bitwise equal
+  // element entries.
+  for (int k = 0; k < job.num_colours; ++k) {
+    DeviceJob part = job;
+    part.first = job.colour_offsets[k];
+    Launch::for_each(exec, static_cast<std::size_t>(job.colour_offsets[k + 1] - job.colour_offsets[k]),
+                     CellAssembly<E, BS, NQ, Kernel>{part, kernel});
+  }
 }
 
-template <class Launch, class E, int NQ>
+/// The forms of one rule: stiffness rules (diffusion, elasticity) or mass rules (mass); only
+/// these combinations are instantiated (each is a kernel for every architecture).
+template <class Launch, class E, int NQ, bool Stiffness>
 bool launch_forms(const gpu::Executor& exec, const DeviceJob& job) {
   if (job.nq != NQ) return false;
   constexpr int dim = E::dim;
-  switch (job.form) {
-    case DeviceForm::diffusion:
-      if (job.bs != 1) return false;
+  if constexpr (Stiffness) {
+    if (job.form == DeviceForm::diffusion && job.bs == 1) {
       launch_cells<Launch, E, 1, NQ>(exec, job, kernels::Diffusion<TagCoefficient>{job.c0});
       return true;
-    case DeviceForm::mass:
-      if (job.bs == 1)
-        launch_cells<Launch, E, 1, NQ>(exec, job, kernels::Mass<TagCoefficient>{job.c0});
-      else if (job.bs == dim)
-        launch_cells<Launch, E, dim, NQ>(exec, job, kernels::Mass<TagCoefficient>{job.c0});
-      else
-        return false;
-      return true;
-    case DeviceForm::elasticity:
-      if (job.bs != dim) return false;
+    }
+    if (job.form == DeviceForm::elasticity && job.bs == dim) {
       launch_cells<Launch, E, dim, NQ>(
           exec, job, kernels::Elasticity<TagCoefficient, TagCoefficient>{job.c0, job.c1, job.plane_stress});
       return true;
+    }
+  } else if (job.form == DeviceForm::mass) {
+    if (job.bs == 1)
+      launch_cells<Launch, E, 1, NQ>(exec, job, kernels::Mass<TagCoefficient>{job.c0});
+    else if (job.bs == dim)
+      launch_cells<Launch, E, dim, NQ>(exec, job, kernels::Mass<TagCoefficient>{job.c0});
+    else
+      return false;
+    return true;
   }
   return false;
 }
@@ -145,14 +184,24 @@ bool launch_forms(const gpu::Executor& exec, const DeviceJob& job) {
 template <class Launch>
 bool launch_device_assembly(const gpu::Executor& exec, const DeviceJob& job) {
   using enum CellType;
-  // The rules the library picks for these forms: P1 simplices 1 point (stiffness) or 3/4
-  // (mass); Q1 tensor Gauss 2^d (stiffness, +2 for the non-affine map) or 3^d (mass).
+  // The rules the library picks for these forms (Assembler::quadrature_degree): stiffness on P1
+  // simplices 1 point, on Q1 tensor Gauss 2^d (degree 2 for the non-affine map); mass 3/4 points
+  // on simplices, 3^d on Q1.
   switch (job.cell) {
-    case tri3: return launch_forms<Launch, Lagrange<tri3>, 1>(exec, job) || launch_forms<Launch, Lagrange<tri3>, 3>(exec, job);
-    case tet4: return launch_forms<Launch, Lagrange<tet4>, 1>(exec, job) || launch_forms<Launch, Lagrange<tet4>, 4>(exec, job);
-    case quad4: return launch_forms<Launch, Lagrange<quad4>, 4>(exec, job) || launch_forms<Launch, Lagrange<quad4>, 9>(exec, job);
-    case hex8: return launch_forms<Launch, Lagrange<hex8>, 8>(exec, job) || launch_forms<Launch, Lagrange<hex8>, 27>(exec, job);
-    default: return false;
+    case tri3:
+      return launch_forms<Launch, Lagrange<tri3>, 1, true>(exec, job) ||
+             launch_forms<Launch, Lagrange<tri3>, 3, false>(exec, job);
+    case tet4:
+      return launch_forms<Launch, Lagrange<tet4>, 1, true>(exec, job) ||
+             launch_forms<Launch, Lagrange<tet4>, 4, false>(exec, job);
+    case quad4:
+      return launch_forms<Launch, Lagrange<quad4>, 4, true>(exec, job) ||
+             launch_forms<Launch, Lagrange<quad4>, 9, false>(exec, job);
+    case hex8:
+      return launch_forms<Launch, Lagrange<hex8>, 8, true>(exec, job) ||
+             launch_forms<Launch, Lagrange<hex8>, 27, false>(exec, job);
+    default:
+      return false;
   }
 }
 

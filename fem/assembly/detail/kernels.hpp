@@ -65,7 +65,8 @@ struct Mass {
       const double rw = rho(cv.cell, cv.tag, cv.point(q)) * cv.weight[q];
       for (int i = 0; i < n; ++i)
         for (int j = 0; j < n; ++j) {
-          const double m = rw * cv.basis(q, i) * cv.basis(q, j);
+          // φi φj first: the (i, j) and (j, i) entries get bitwise equal values.
+          const double m = rw * (cv.basis(q, i) * cv.basis(q, j));
           for (int c = 0; c < bs; ++c) A[(i * bs + c) * nd + j * bs + c] += m;
         }
     }

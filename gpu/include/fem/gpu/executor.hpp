@@ -47,6 +47,11 @@ class GpuContext {
   /// threads one context. -1 (host contexts, or an injected context that manages the device
   /// itself): leave the current device alone.
   virtual int device() const noexcept { return -1; }
+  /// Page-locked host memory for staging copies: a copy between it and the device runs
+  /// asynchronously at the bus's speed, where the driver stages pageable memory through a
+  /// buffer of its own and returns only when done. Host contexts: ordinary memory.
+  virtual void* allocate_pinned(std::size_t bytes) { return ::operator new(bytes); }
+  virtual void deallocate_pinned(void* ptr) noexcept { ::operator delete(ptr); }
 };
 
 class Executor {
@@ -127,6 +132,45 @@ class DeviceBuffer {
     detail::check_transfer("download", offset, host.size(), size_);
     if (!host.empty()) context_->copy_to_host(host.data(), data_ + offset, host.size_bytes());
   }
+
+ private:
+  std::shared_ptr<GpuContext> context_;
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// A host array in page-locked memory of an executor's context (GpuContext::allocate_pinned),
+/// for the copies a repeated operation makes every time. Move-only.
+template <class T>
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const Executor& exec, std::size_t n)
+      : context_(exec.context_ptr()),
+        data_(n ? static_cast<T*>(context_->allocate_pinned(n * sizeof(T))) : nullptr),
+        size_(n) {}
+  PinnedBuffer(PinnedBuffer&& o) noexcept
+      : context_(std::move(o.context_)), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      context_ = std::move(o.context_);
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+    }
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() { reset(); }
+  void reset() noexcept {
+    if (data_) context_->deallocate_pinned(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::span<T> span() const noexcept { return {data_, size_}; }
 
  private:
   std::shared_ptr<GpuContext> context_;
