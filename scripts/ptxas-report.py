@@ -28,7 +28,7 @@ def short(name):
     """void fem::gpu::detail::for_each_kernel<fem::assembly::detail::CellAssembly<
     fem::Lagrange<(fem::CellType)9>, 3, 27, Elasticity<...> > >(unsigned long, ...)
     -> for_each_kernel<CellAssembly<hex8, 3, 27, Elasticity>>"""
-    name = re.sub(r"^void ", "", name)
+    name = re.sub(r"^void ", "", name).replace("(anonymous namespace)::", "")
     depth = 0
     for i, ch in enumerate(name):  # cut the parameter list: the first '(' outside template brackets
         if ch == "<":

@@ -43,17 +43,21 @@ double minimal_bytes(const Mesh& m, std::size_t nnz) {
   return double(m.num_nodes()) * 3 * 8 + double(m.num_cells()) * (4 * 4 + 4 + 16 * 4) + double(nnz) * 3 * 8;
 }
 
-void counters(benchmark::State& state, const Mesh& m, std::size_t nnz, const gpu::Executor* exec, bool bandwidth) {
+void counters(benchmark::State& state, const Mesh& m, std::size_t nnz, const gpu::Executor* exec,
+              bool bandwidth) {
   state.counters["cells"] = double(m.num_cells());
   state.counters["nnz"] = double(nnz);
-  state.counters["cells/s"] = benchmark::Counter(double(m.num_cells()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["cells/s"] =
+      benchmark::Counter(double(m.num_cells()), benchmark::Counter::kIsIterationInvariantRate);
   if (!bandwidth) return;
   const double bytes = minimal_bytes(m, nnz);
   state.counters["bytes/s"] =
       benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   if (exec && exec->kind() == gpu::Executor::Kind::cuda) {
     const double peak = exec->context().properties().memory_bandwidth_gbs;
-    if (peak > 0) state.counters["of_peak"] = benchmark::Counter(bytes / 1e9 / peak, benchmark::Counter::kIsIterationInvariantRate);
+    if (peak > 0)
+      state.counters["of_peak"] =
+          benchmark::Counter(bytes / 1e9 / peak, benchmark::Counter::kIsIterationInvariantRate);
   }
 }
 
@@ -118,13 +122,23 @@ void BM_Reassembly(benchmark::State& state) {
     for (auto _ : state) a.matrix_into(Diffusion{}, values);
     nnz = values.size();
   } else {
-    const DeviceAssembler a(V, *exec);
+    const DeviceAssembler a(
+        V, *exec, state.range(2) ? DeviceAssembler::Scatter::atomic : DeviceAssembler::Scatter::coloured);
     auto values = a.values_buffer();
     a.matrix_into_device(Diffusion{}, values);
     for (auto _ : state) a.matrix_into_device(Diffusion{}, values);
     nnz = values.size();
+    state.counters["colours"] = a.mesh().num_colours();
   }
   counters(state, *m, nnz, exec.get(), true);
+}
+
+// The device re-assemblies again with the atomic scatter (third argument 1), against the
+// coloured default: what determinism and bitwise symmetry cost.
+void atomic_sizes(benchmark::internal::Benchmark* b) {
+  for (int n : {32, 64}) b->Args({1, n, 1});
+  for (int n : {64, 96, 120}) b->Args({2, n, 1});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
 // Device re-assembly copied back into host values for the CPU solver (the copy's cost on top).
@@ -143,8 +157,8 @@ void BM_ReassemblyToHost(benchmark::State& state) {
 // Host and debug device: 197k and 1.57M cells; CUDA: 1.57M, 5.3M and 10.4M cells.
 void sizes(benchmark::internal::Benchmark* b) {
   for (int e : {0, 1})
-    for (int n : {32, 64}) b->Args({e, n});
-  for (int n : {64, 96, 120}) b->Args({2, n});
+    for (int n : {32, 64}) b->Args({e, n, 0});
+  for (int n : {64, 96, 120}) b->Args({2, n, 0});
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 
@@ -153,7 +167,14 @@ void sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_PatternBuild)->Apply(sizes);
 BENCHMARK(BM_FirstAssembly)->Apply(sizes)->Iterations(2);
 BENCHMARK(BM_Reassembly)->Apply(sizes);
-BENCHMARK(BM_ReassemblyToHost)->Args({1, 32})->Args({1, 64})->Args({2, 64})->Args({2, 96})->Args({2, 120})
-    ->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Reassembly)->Apply(atomic_sizes);
+BENCHMARK(BM_ReassemblyToHost)
+    ->Args({1, 32})
+    ->Args({1, 64})
+    ->Args({2, 64})
+    ->Args({2, 96})
+    ->Args({2, 120})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 BENCHMARK_MAIN();

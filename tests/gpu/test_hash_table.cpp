@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <random>
 #include <set>
 
@@ -262,6 +263,25 @@ TEST_P(HashTableTest, AsyncInsertUniqueIntoAFullTableReportsTheOverflow) {
   table.insert_unique(std::span<const std::uint64_t>(keys).first(100), fresh_ids);
   EXPECT_EQ(table.size(), 100u);
   EXPECT_EQ(fresh_ids[99], 99u);
+}
+
+// A table of 2^31 slots, the most there can be: its export scans 2^31 slot flags, one more than
+// a 32-bit item count holds (CUB's scans once took static_cast<int>(n)). The table alone takes
+// 26 GB, so the test runs only with FEM_TEST_HUGE=1 (scripts/gpu-check.sh sets it on the GPU).
+TEST_P(HashTableTest, ExportOfATableOfTwoTo31Slots) {
+  if (!std::getenv("FEM_TEST_HUGE")) GTEST_SKIP() << "needs 26 GB of table memory: set FEM_TEST_HUGE=1";
+  FEM_TEST_EXECUTOR(GetParam(), exec);
+  HashTable64x32 table(exec, std::size_t{1} << 30);
+  ASSERT_EQ(table.capacity(), std::size_t{1} << 31);
+  std::vector<std::uint64_t> keys(std::size_t{1} << 20);
+  for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = fem::gpu::detail::mix64(i + 1) >> 1;
+  std::vector<std::uint32_t> ids(keys.size());
+  table.insert_unique(keys, ids);
+  std::vector<std::uint64_t> out;
+  std::vector<std::uint32_t> values;
+  table.export_entries(out, values);
+  std::sort(out.begin(), out.end());
+  EXPECT_EQ(out, sorted_unique(keys));
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors, HashTableTest, fem::gpu::testing::all_targets,
