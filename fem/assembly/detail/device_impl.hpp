@@ -111,7 +111,11 @@ struct CellAssembly {
       atomic_min(job.bad_cell, c);
       return;
     }
-    CellValues<E, BS, cg> cv;
+    // A vector mass matrix is the scalar one on each component: the scalar n × n matrix is
+    // computed once and scattered to the components (an nd × nd one would not fit in registers,
+    // and skipping its zero blocks made nvcc index it dynamically, in local memory).
+    constexpr int bs = component_blocks ? 1 : BS, m = n * bs;
+    CellValues<E, bs, cg> cv;
     cv.cell = c;
     cv.tag = job.tags[p];
     cv.num_points = NQ;
@@ -119,16 +123,22 @@ struct CellAssembly {
     cv.phi = phi;
     cv.grad = grad;
     cv.x = x;  // device coefficients do not depend on x
-    double A[nn] = {};
+    double A[m * m] = {};
     kernel(cv, A);
-    for (int k = 0; k < nn; ++k) {
-      if constexpr (component_blocks)
-        if ((k / nd) % BS != (k % nd) % BS) continue;
-      double* v = job.values + job.slots[k * stride + p];
-      if (job.atomic)
-        atomic_add(v, A[k]);
-      else
-        *v += A[k];  // no other cell of the colour shares a node
+    FEM_UNROLL
+    for (int i = 0; i < m; ++i) {
+      FEM_UNROLL
+      for (int j = 0; j < m; ++j) {
+        FEM_UNROLL
+        for (int comp = 0; comp < (component_blocks ? BS : 1); ++comp) {
+          const int k = component_blocks ? (i * BS + comp) * nd + j * BS + comp : i * m + j;
+          double* v = job.values + job.slots[k * stride + p];
+          if (job.atomic)
+            atomic_add(v, A[i * m + j]);
+          else
+            *v += A[i * m + j];  // no other cell of the colour shares a node
+        }
+      }
     }
   }
 };
