@@ -9,6 +9,8 @@
 #   scripts/gpu-check.sh run [DIR]    on a bare GPU machine (the device tool's: nvcc but none of
 #                                     Debian's packages): run the checks from the bundle, e.g.
 #                                     run(command="scripts/gpu-check.sh run", carry=["gpu-bundle"])
+#                                     (the bundle is git-ignored: make it in the same session,
+#                                     from the commit under test; about 8 minutes on 2 cores)
 #
 # The checks:
 #  1. registers, stack frames and spills of every device kernel (scripts/ptxas-report.py; the
@@ -34,8 +36,9 @@ build() {
   ./scripts/install-deps.sh >/dev/null
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DFEM_ENABLE_CUDA=ON -DFEM_ENABLE_PETSC=OFF \
     -DCMAKE_CUDA_FLAGS="-Xptxas -v" >/dev/null || return 1
-  # ptxas reports through the build's output: keep it for the register table.
-  cmake --build build-gpu --parallel "$(nproc)" --target "${targets[@]}" > build-gpu/build.log 2>&1 ||
+  # ptxas reports through the build's output, so every CUDA source is compiled again (an
+  # up-to-date build would report nothing): keep the output for the register table.
+  cmake --build build-gpu --clean-first --parallel "$(nproc)" --target "${targets[@]}" > build-gpu/build.log 2>&1 ||
     { tail -40 build-gpu/build.log; return 1; }
   /usr/bin/env python3 scripts/ptxas-report.py build-gpu/build.log > build-gpu/ptxas.txt 2>&1 || true
 }
@@ -111,7 +114,7 @@ case "$mode" in
   bundle) bundle ;;
   run)
     [ -d "$dir/bin" ] || { echo "no bundle in $dir: make one with scripts/gpu-check.sh bundle"; exit 1; }
-    export LD_LIBRARY_PATH="$PWD/$dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    export LD_LIBRARY_PATH="$(cd "$dir/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     checks "$dir/bin" 2>&1 | tee "$log"
     exit "${PIPESTATUS[0]}" ;;
   all)

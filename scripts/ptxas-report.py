@@ -77,6 +77,10 @@ def main():
     for f in a.files:
         with open(f, encoding="utf-8", errors="replace") as fh:
             entries += parse(fh.read())
+    if a.check and not entries:
+        print("no ptxas output in " + ", ".join(a.files) + ": compile with -Xptxas -v from a clean build",
+              file=sys.stderr)
+        return 2
     print(f"{'arch':6} {'regs':>4} {'stack':>6} {'spill st':>8} {'spill ld':>8}  kernel")
     bad = []
     for e in sorted(entries, key=lambda e: (e["name"], e["arch"])):

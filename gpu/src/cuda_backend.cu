@@ -46,7 +46,8 @@ __global__ void insert_kernel(TableRef<K, V> t, Counters* c, const K* keys, cons
 __global__ void snapshot_base_kernel(Counters* c) { c->base = c->size; }
 
 template <class K, class V>
-__global__ void mark_kernel(TableRef<K, V> t, Counters* c, const K* keys, std::size_t n, std::uint32_t* slots) {
+__global__ void mark_kernel(TableRef<K, V> t, Counters* c, const K* keys, std::size_t n,
+                            std::uint32_t* slots) {
   unsigned added = 0, probes = 0, full = 0;
   for (std::size_t i = global_index(); i < n; i += grid_stride()) {
     const ProbeResult r = mark_one<DeviceAtomics>(t, keys[i], i, slots);
@@ -60,10 +61,11 @@ __global__ void mark_kernel(TableRef<K, V> t, Counters* c, const K* keys, std::s
 // The phases after mark_kernel stop at once when it found the table full (the front end then
 // reports the overflow; the ids of such a batch are not defined).
 template <class K, class V>
-__global__ void flag_kernel(TableRef<K, V> t, const Counters* c, std::size_t n, const std::uint32_t* slots, V* ids,
-                            std::uint32_t* flags) {
-  if (c->full) return;
-  for (std::size_t i = global_index(); i < n; i += grid_stride()) flags[i] = first_occurrence_flag(t, i, slots, ids);
+__global__ void flag_kernel(TableRef<K, V> t, const Counters* c, std::size_t n, const std::uint32_t* slots,
+                            V* ids, std::uint32_t* flags) {
+  const bool full = c->full;
+  for (std::size_t i = global_index(); i < n; i += grid_stride())
+    flags[i] = full ? 0u : first_occurrence_flag(t, i, slots, ids);  // the scan reads every flag
 }
 
 template <class K, class V>
@@ -88,11 +90,13 @@ __global__ void find_kernel(TableRef<K, V> t, const K* keys, std::size_t n, V* v
 
 template <class K, class V>
 __global__ void occupancy_kernel(TableRef<K, V> t, std::uint32_t* flags) {
-  for (std::size_t s = global_index(); s <= t.mask; s += grid_stride()) flags[s] = slot_occupied(t.keys[s]) ? 1 : 0;
+  for (std::size_t s = global_index(); s <= t.mask; s += grid_stride())
+    flags[s] = slot_occupied(t.keys[s]) ? 1 : 0;
 }
 
 template <class K, class V>
-__global__ void compact_kernel(TableRef<K, V> t, const std::uint32_t* offsets, std::size_t bound, K* keys, V* values) {
+__global__ void compact_kernel(TableRef<K, V> t, const std::uint32_t* offsets, std::size_t bound, K* keys,
+                               V* values) {
   for (std::size_t s = global_index(); s <= t.mask; s += grid_stride())
     if (slot_occupied(t.keys[s]) && offsets[s] < bound) {
       keys[offsets[s]] = t.keys[s];
@@ -178,9 +182,11 @@ class CudaBackend final : public TableBackend<K, V> {
  private:
   void exclusive_sum(std::uint32_t* data, std::size_t n) {
     std::size_t temp_bytes = 0;
-    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, data, data, static_cast<std::int64_t>(n), stream_));
+    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, data, data, static_cast<std::int64_t>(n),
+                                               stream_));
     DeviceBuffer<unsigned char> temp(exec_, temp_bytes);
-    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, data, data, static_cast<std::int64_t>(n), stream_));
+    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, data, data,
+                                               static_cast<std::int64_t>(n), stream_));
   }
 
   Executor exec_;

@@ -18,25 +18,19 @@ namespace fem::gpu::detail {
   } while (false)
 
 namespace fem::gpu::detail {
-/// Makes `device` the calling thread's current CUDA device for the scope, and restores the
-/// previous one (a no-op for device < 0 or when it already is current).
+/// Makes `device` the calling thread's current CUDA device (a no-op for device < 0 or when it
+/// already is). The previous device is not restored: restoring it with cudaSetDevice would
+/// create a context on device 0 in a thread that never chose a device (CUDA 12 and later
+/// initialise the primary context there), and could leave an unrelated sticky error behind.
 class DeviceScope {
  public:
   explicit DeviceScope(int device) {
     if (device < 0) return;
-    FEM_CUDA_TRY(cudaGetDevice(&previous_));
-    if (previous_ == device) return;
-    FEM_CUDA_TRY(cudaSetDevice(device));
-    switched_ = true;
-  }
-  ~DeviceScope() {
-    if (switched_) cudaSetDevice(previous_);
+    int current = -1;
+    FEM_CUDA_TRY(cudaGetDevice(&current));
+    if (current != device) FEM_CUDA_TRY(cudaSetDevice(device));
   }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = -1;
-  bool switched_ = false;
 };
 }  // namespace fem::gpu::detail

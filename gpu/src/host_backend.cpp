@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "backend.hpp"
-#include "launch_host.hpp"
 #include "fem/memory.hpp"
+#include "launch_host.hpp"
 
 namespace fem::gpu::detail {
 namespace {
@@ -80,8 +80,16 @@ class HostBackend final : public TableBackend<K, V> {
       if (i + kPrefetch < nn) prefetch_home(t, keys[i + kPrefetch]);
       return mark_one<HostAtomics>(t, keys[i], std::uint64_t(i), slots);
     });
-    if (c->full) return;  // as the device kernels: the later phases stop on a full table
     const int nt = HostLaunch::threads(n);
+    if (c->full) {
+      // As the device kernels: the later phases stop on a full table. The debug device still
+      // reads every slot entry (through the guards), so an entry nobody wrote, poisoned, fails
+      // here as it would on a GPU under compute-sanitizer.
+      if (exec_.kind() == Executor::Kind::debug_device)
+        for (std::int64_t i = 0; i < nn; ++i)
+          flags[i] = first_occurrence_flag(t, std::uint64_t(i), slots, ids);
+      return;
+    }
 #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(dynamic, HostLaunch::chunk(n, nt))
     for (std::int64_t i = 0; i < nn; ++i) {
       if (i + kPrefetch < nn && slots[i + kPrefetch] != not_found)
@@ -148,7 +156,7 @@ class HostBackend final : public TableBackend<K, V> {
       full = std::max(full, unsigned(r.full));
     }
     c->max_probe = max_probe;
-    c->full = full;
+    c->full |= full;  // an overflow stays reported until clear(), as on the device
   }
 
  private:
@@ -181,7 +189,7 @@ class HostBackend final : public TableBackend<K, V> {
     }
     c->size += added;
     c->max_probe = max_probe;
-    c->full = full;
+    c->full |= full;  // an overflow stays reported until clear(), as on the device
   }
 
   Executor exec_;

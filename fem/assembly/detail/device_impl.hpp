@@ -89,6 +89,8 @@ struct CellAssembly {
   static constexpr bool cg = constant_gradients<E, G>;
   // A vector mass matrix couples equal components only: its other blocks are zero, not scattered.
   static constexpr bool component_blocks = BS > 1 && std::is_same_v<Kernel, kernels::Mass<TagCoefficient>>;
+  static constexpr bool is_elasticity =
+      std::is_same_v<Kernel, kernels::Elasticity<TagCoefficient, TagCoefficient>>;
   DeviceJob job;
   Kernel kernel;
 
@@ -123,6 +125,25 @@ struct CellAssembly {
     cv.phi = phi;
     cv.grad = grad;
     cv.x = x;  // device coefficients do not depend on x
+    if constexpr (is_elasticity) {
+      // Block by block: the 9 (3D) entries of one pair of nodes at a time, never the whole
+      // (3n)² element matrix in registers.
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          double B[dim][dim];
+          kernel.block(cv, i, j, B);
+          for (int a = 0; a < dim; ++a)
+            for (int b = 0; b < dim; ++b) {
+              double* v = job.values + job.slots[((i * dim + a) * nd + j * dim + b) * stride + p];
+              if (job.atomic)
+                atomic_add(v, B[a][b]);
+              else
+                *v += B[a][b];
+            }
+        }
+      }
+      return;
+    }
     double A[m * m] = {};
     kernel(cv, A);
     FEM_UNROLL

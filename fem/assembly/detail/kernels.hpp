@@ -27,10 +27,10 @@ struct Diffusion {
       // ∇φ_i·∇φ_j is the same at every point: weight the coefficient first.
       double kw = 0;
       for (int q = 0; q < cv.num_points; ++q) kw += k(cv.cell, cv.tag, cv.point(q)) * cv.weight[q];
-FEM_UNROLL
+      FEM_UNROLL
       for (int i = 0; i < n; ++i) {
         const double* gi = cv.basis_grad(0, i);
-FEM_UNROLL
+        FEM_UNROLL
         for (int j = 0; j <= i; ++j) {
           const double* gj = cv.basis_grad(0, j);
           double s = 0;
@@ -89,6 +89,27 @@ struct Elasticity {
   KE young;
   KNu poisson;
   bool plane_stress = false;
+  /// The dim × dim block of node i's rows and node j's columns, summed over the points in the
+  /// order operator() sums them (so the same bits): the device scatters it block by block
+  /// instead of holding the whole element matrix.
+  template <class CV>
+  FEM_HD void block(const CV& cv, int i, int j, double (&B)[CV::dim][CV::dim]) const {
+    constexpr int dim = CV::dim;
+    for (int a = 0; a < dim; ++a)
+      for (int b = 0; b < dim; ++b) B[a][b] = 0;
+    for (int q = 0; q < cv.num_points; ++q) {
+      const double E = young(cv.cell, cv.tag, cv.point(q)), nu = poisson(cv.cell, cv.tag, cv.point(q));
+      const auto [lambda, mu] = lame(E, nu, dim == 2 && plane_stress);
+      const double w = cv.weight[q];
+      const double *gi = cv.basis_grad(q, i), *gj = cv.basis_grad(q, j);
+      double dot = 0;
+      for (int d = 0; d < dim; ++d) dot += gi[d] * gj[d];
+      for (int a = 0; a < dim; ++a)
+        for (int b = 0; b < dim; ++b)
+          B[a][b] += w * (lambda * (gi[a] * gj[b]) + mu * (gi[b] * gj[a] + (a == b ? dot : 0.0)));
+    }
+  }
+
   template <class CV>
   FEM_HD void operator()(const CV& cv, double* A) const {
     constexpr int n = CV::n, dim = CV::dim, nd = CV::ndofs;

@@ -42,10 +42,10 @@ class GpuContext {
   /// True for the host twin and the debug device.
   virtual bool on_host() const noexcept = 0;
   /// The CUDA device of the stream: every call on the context and every kernel the library
-  /// queues on it makes it the calling thread's current device first (and restores the
-  /// previous one after), so one thread may drive contexts on several devices and several
-  /// threads one context. -1 (host contexts, or an injected context that manages the device
-  /// itself): leave the current device alone.
+  /// queues on it makes it the calling thread's current device first (and leaves it so), so
+  /// one thread may drive contexts on several devices and several threads one context. -1
+  /// (host contexts, or an injected context that manages the device itself): leave the
+  /// current device alone.
   virtual int device() const noexcept { return -1; }
   /// Page-locked host memory for staging copies: a copy between it and the device runs
   /// asynchronously at the bus's speed, where the driver stages pageable memory through a

@@ -209,7 +209,7 @@ FEM_HD_INLINE std::uint64_t home_slot(const TableRef<K, V>& t, const K& key) {
 /// lo, then hi. Every insert and find of a key must start from the same slot.
 template <class A, class K, class V>
 FEM_HD_INLINE ProbeResult insert_key_from(const TableRef<K, V>& t, const K& key, std::uint64_t slot) {
-  const std::uint64_t limit = t.probe_limit ? t.probe_limit : t.mask + 1;
+  const std::uint64_t limit = t.probe_limit && t.probe_limit < t.mask + 1 ? t.probe_limit : t.mask + 1;
   for (std::uint64_t probes = 1; probes <= limit; ++probes) {
     if constexpr (std::is_same_v<K, std::uint64_t>) {
       std::uint64_t cur = A::load(&t.keys[slot]);
