@@ -4,6 +4,8 @@
 // fixed-size buffers, so the two paths run the same arithmetic and cannot drift apart.
 #pragma once
 
+#include <cmath>
+
 #include "fem/hd.hpp"
 #include "fem/lagrange.hpp"
 
@@ -15,20 +17,20 @@ namespace fem::assembly {
 template <class E, int BS, bool ConstGrad = false>
 struct CellValues {
   using element = E;
-  static constexpr int n = E::n;        ///< nodes (scalar basis functions) per cell
-  static constexpr int dim = E::dim;    ///< spatial dimension
-  static constexpr int bs = BS;         ///< components per node
+  static constexpr int n = E::n;      ///< nodes (scalar basis functions) per cell
+  static constexpr int dim = E::dim;  ///< spatial dimension
+  static constexpr int bs = BS;       ///< components per node
   static constexpr int ndofs = E::n * BS;
   static constexpr bool constant_gradients = ConstGrad;
 
   index_t cell = 0;
-  int tag = 0;                     ///< the cell's physical tag
+  int tag = 0;  ///< the cell's physical tag
   int num_points = 0;
   const double* weight = nullptr;  ///< [q]: quadrature weight × |det J|
   const double* phi = nullptr;     ///< [q * n + i]
-  const double* grad = nullptr;    ///< [(q * n + i) * dim + d] (q = 0 only when ConstGrad): physical gradients
-  const double* x = nullptr;       ///< [q * dim + d]: physical quadrature points (when the kernel needs them)
-  const double* u = nullptr;       ///< [ndofs]: the coefficient on this cell, or nullptr
+  const double* grad = nullptr;  ///< [(q * n + i) * dim + d] (q = 0 only when ConstGrad): physical gradients
+  const double* x = nullptr;     ///< [q * dim + d]: physical quadrature points (when the kernel needs them)
+  const double* u = nullptr;     ///< [ndofs]: the coefficient on this cell, or nullptr
 
   FEM_HD double basis(int q, int i) const { return phi[q * n + i]; }
   FEM_HD const double* basis_grad(int q, int i) const { return grad + ((ConstGrad ? 0 : q) * n + i) * dim; }
@@ -58,27 +60,32 @@ FEM_HD_INLINE double invert(const double* J, double* K) {
     K[0] = 1.0 / J[0];
     return J[0];
   } else if constexpr (D == 2) {
-    const double det = J[0] * J[3] - J[1] * J[2];
+    const double det = fma(J[0], J[3], -(J[1] * J[2]));
     const double r = 1.0 / det;
     K[0] = J[3] * r, K[1] = -J[1] * r, K[2] = -J[2] * r, K[3] = J[0] * r;
     return det;
   } else {
-    const double c00 = J[4] * J[8] - J[5] * J[7], c01 = J[5] * J[6] - J[3] * J[8], c02 = J[3] * J[7] - J[4] * J[6];
-    const double det = J[0] * c00 + J[1] * c01 + J[2] * c02;
+    // a·b − c·d as fma(a, b, −c·d), spelled out: every inlined copy of this rounds alike (the
+    // device recomputes a cell's geometry for every row and its rows must agree bit for bit).
+    auto cross = [](double a, double b, double c, double d) { return fma(a, b, -(c * d)); };
+    const double c00 = cross(J[4], J[8], J[5], J[7]), c01 = cross(J[5], J[6], J[3], J[8]),
+                 c02 = cross(J[3], J[7], J[4], J[6]);
+    const double det = fma(J[2], c02, fma(J[1], c01, J[0] * c00));
     const double r = 1.0 / det;
-    K[0] = c00 * r, K[1] = (J[2] * J[7] - J[1] * J[8]) * r, K[2] = (J[1] * J[5] - J[2] * J[4]) * r;
-    K[3] = c01 * r, K[4] = (J[0] * J[8] - J[2] * J[6]) * r, K[5] = (J[2] * J[3] - J[0] * J[5]) * r;
-    K[6] = c02 * r, K[7] = (J[1] * J[6] - J[0] * J[7]) * r, K[8] = (J[0] * J[4] - J[1] * J[3]) * r;
+    K[0] = c00 * r, K[1] = cross(J[2], J[7], J[1], J[8]) * r, K[2] = cross(J[1], J[5], J[2], J[4]) * r;
+    K[3] = c01 * r, K[4] = cross(J[0], J[8], J[2], J[6]) * r, K[5] = cross(J[2], J[3], J[0], J[5]) * r;
+    K[6] = c02 * r, K[7] = cross(J[1], J[6], J[0], J[7]) * r, K[8] = cross(J[0], J[4], J[1], J[3]) * r;
     return det;
   }
 }
 
 template <class G>
-inline constexpr bool affine_geometry =
-    G::degree == 1 && (G::cell == CellType::line2 || G::cell == CellType::tri3 || G::cell == CellType::tet4);
+inline constexpr bool affine_geometry = G::degree == 1 &&
+                                        (G::cell == CellType::line2 || G::cell == CellType::tri3 ||
+                                         G::cell == CellType::tet4);
 
 template <class E, class G>
-inline constexpr bool constant_gradients = affine_geometry<G> && E::degree == 1;
+inline constexpr bool constant_gradients = affine_geometry<G>&& E::degree == 1;
 
 /// The geometry of one cell with corner coordinates X: weight[q] = w[q]·det J and the physical
 /// gradients (grad[i * dim + d] once when constant_gradients<E, G>, else per point), from the
@@ -89,8 +96,9 @@ inline constexpr bool constant_gradients = affine_geometry<G> && E::degree == 1;
 /// here. On non-affine cells det J is tested at every quadrature point; throw_inverted_cell
 /// (assemble.cpp) samples the cell again to say which of the three it is.
 template <class E, class G, int NQ>
-FEM_HD_INLINE bool cell_geometry(const double (&X)[G::n][E::dim], int nq_run, const double* w, const double* dphi_,
-                                 const double* dpsi_, double* weight, double* grad, double& det) {
+FEM_HD_INLINE bool cell_geometry(const double (&X)[G::n][E::dim], int nq_run, const double* w,
+                                 const double* dphi_, const double* dpsi_, double* weight, double* grad,
+                                 double& det) {
   constexpr int n = E::n, ng = G::n, dim = E::dim;
   constexpr bool affine = affine_geometry<G>, const_grad = constant_gradients<E, G>;
   const int nq = NQ > 0 ? NQ : nq_run;

@@ -4,6 +4,7 @@
 // includes on purpose: nvcc sees only the per-cell math and the kernels.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <type_traits>
 
@@ -81,83 +82,150 @@ FEM_HD_INLINE void atomic_min(int* p, int v) {
 #endif
 }
 
-/// One cell: the geometry (cell_geometry, as on the host), the element kernel, the scatter.
+/// v[k] for a k known only at run time, without indexing v (which would put it in local memory).
+template <int D>
+FEM_HD_INLINE double pick(const double* v, int k) {
+  if constexpr (D == 1)
+    return v[0];
+  else if constexpr (D == 2)
+    return k == 0 ? v[0] : v[1];
+  else
+    return k == 0 ? v[0] : k == 1 ? v[1] : v[2];
+}
+
+/// One cell, row by row. For each row of the element matrix (node i, component a) the entries
+/// of every column are summed over the points in registers and scattered at once; the geometry
+/// at a point (J, its inverse and determinant, from the corners read again) is recomputed for
+/// every row on non-affine cells, and the gradients for every entry. The whole-matrix way (the
+/// host's) would hold a hexahedron's 8 × 8 × 3 gradients and its element matrix, which no
+/// thread's registers hold: in local memory, kilobytes per thread. The entries are the host
+/// kernels' own formulas (kernels::*::pair, entry), and (i a, j b) multiplies the same factors
+/// in the same order as (j b, i a): bitwise symmetric.
 template <class E, int BS, int NQ, class Kernel>
-struct CellAssembly {
-  using G = E;  // P1/Q1: the geometry map is the element
-  static constexpr int n = E::n, dim = E::dim, nd = n * BS, nn = nd * nd;
-  static constexpr bool cg = constant_gradients<E, G>;
-  // A vector mass matrix couples equal components only: its other blocks are zero, not scattered.
-  static constexpr bool component_blocks = BS > 1 && std::is_same_v<Kernel, kernels::Mass<TagCoefficient>>;
-  static constexpr bool is_elasticity =
+struct CellRows {
+  static constexpr int n = E::n, dim = E::dim, nd = n * BS;
+  static constexpr bool affine = affine_geometry<E>;
+  static constexpr bool mass = std::is_same_v<Kernel, kernels::Mass<TagCoefficient>>;
+  static constexpr bool elasticity =
       std::is_same_v<Kernel, kernels::Elasticity<TagCoefficient, TagCoefficient>>;
+  static constexpr int group = elasticity && n > 4 ? 4 : n;
   DeviceJob job;
   Kernel kernel;
 
-  FEM_HD void operator()(std::size_t i) const {
-    const std::size_t p = static_cast<std::size_t>(job.first) + i,
+  FEM_HD void operator()(std::size_t local) const {
+    const std::size_t p = static_cast<std::size_t>(job.first) + local,
                       stride = static_cast<std::size_t>(job.num_cells);
     const index_t c = job.cell_ids[p];
-    double X[n][dim];
-    for (int g = 0; g < n; ++g) {
-      const auto node = static_cast<std::size_t>(job.cells[g * stride + p]);
-      for (int d = 0; d < dim; ++d) X[g][d] = job.coords[node * dim + d];
-    }
+    const int tag = job.tags[p];
+    index_t node[n];
+    FEM_UNROLL
+    for (int g = 0; g < n; ++g) node[g] = job.cells[g * stride + p];
     const double* w = job.tab;
     const double* phi = w + NQ;
     const double* dphi = phi + NQ * n;
     const double* dpsi = dphi + NQ * n * dim + NQ * n;
-    double weight[NQ], grad[(cg ? 1 : NQ) * n * dim], x[NQ * dim] = {};
-    double det = 0;
-    if (!cell_geometry<E, G, NQ>(X, NQ, w, dphi, dpsi, weight, grad, det)) {
+    double K[dim * dim], det = 0;
+    // J at point q (P1/Q1: the map is the element), from the corners: K = J⁻¹.
+    auto geometry = [&](int q) {
+#if defined(__CUDA_ARCH__)
+      // The corners are read again at every point, not kept in registers across the points:
+      // 24 doubles of a hexahedron would take 48 registers for the whole row.
+      if constexpr (!affine) asm volatile("" ::: "memory");
+#endif
+      // Multiply-adds spelled out, as in invert(): every row's copy must round alike.
+      double J[dim * dim];
+      FEM_UNROLL
+      for (int g = 0; g < n; ++g) FEM_UNROLL
+      for (int d = 0; d < dim; ++d) {
+        const double x = job.coords[static_cast<std::size_t>(node[g]) * dim + d];
+        FEM_UNROLL
+        for (int k = 0; k < dim; ++k)
+          J[d * dim + k] =
+              g == 0 ? x * dpsi[(q * n) * dim + k] : fma(x, dpsi[(q * n + g) * dim + k], J[d * dim + k]);
+      }
+      det = invert<dim>(J, K);
+      return det > 0;
+    };
+    // The physical gradient of basis function i at point q: g[d] = Σ_k K[k][d] ∂φi/∂ξk.
+    auto gradient = [&](int q, int i, double* g) {
+      FEM_UNROLL
+      for (int d = 0; d < dim; ++d) {
+        double s = K[d] * dphi[(q * n + i) * dim];
+        FEM_UNROLL
+        for (int k = 1; k < dim; ++k) s = fma(K[k * dim + d], dphi[(q * n + i) * dim + k], s);
+        g[d] = s;
+      }
+    };
+    if (affine && !geometry(0)) {
       atomic_min(job.bad_cell, c);
       return;
     }
-    // A vector mass matrix is the scalar one on each component: the scalar n × n matrix is
-    // computed once and scattered to the components (an nd × nd one would not fit in registers,
-    // and skipping its zero blocks made nvcc index it dynamically, in local memory).
-    constexpr int bs = component_blocks ? 1 : BS, m = n * bs;
-    CellValues<E, bs, cg> cv;
-    cv.cell = c;
-    cv.tag = job.tags[p];
-    cv.num_points = NQ;
-    cv.weight = weight;
-    cv.phi = phi;
-    cv.grad = grad;
-    cv.x = x;  // device coefficients do not depend on x
-    if constexpr (is_elasticity) {
-      // Block by block: the 9 (3D) entries of one pair of nodes at a time, never the whole
-      // (3n)² element matrix in registers.
-      for (int i = 0; i < n; ++i) {
-        for (int j = 0; j < n; ++j) {
-          double B[dim][dim];
-          kernel.block(cv, i, j, B);
-          for (int a = 0; a < dim; ++a)
-            for (int b = 0; b < dim; ++b) {
-              double* v = job.values + job.slots[((i * dim + a) * nd + j * dim + b) * stride + p];
-              if (job.atomic)
-                atomic_add(v, B[a][b]);
-              else
-                *v += B[a][b];
+    // Rows node by node (a loop, not unrolled: that is the point), the node's components
+    // unrolled, so that every index into R and the gradients is known at compile time (a
+    // computed one would put them in local memory).
+    for (int i = 0; i < n; ++i) {
+      // Elasticity's components stay a loop too (three 24-entry rows at once took 218 registers
+      // on hexahedra); its entries then take the component's gradient entries as scalars.
+#if defined(__CUDA_ARCH__)
+#pragma unroll(elasticity ? 1 : BS)
+#endif
+      for (int a = 0; a < BS; ++a) {
+        // The row's columns in groups of `group` nodes (one group but for hexahedral
+        // elasticity, whose 24 columns at once took 216 registers): R holds one group.
+        for (int j0 = 0; j0 < n; j0 += group) {
+          double R[group * BS] = {};
+          for (int q = 0; q < NQ; ++q) {
+            // A bad point is found in the first row, before anything is scattered.
+            if (!affine && !geometry(q)) {
+              atomic_min(job.bad_cell, c);
+              return;
             }
-        }
-      }
-      return;
-    }
-    double A[m * m] = {};
-    kernel(cv, A);
-    FEM_UNROLL
-    for (int i = 0; i < m; ++i) {
-      FEM_UNROLL
-      for (int j = 0; j < m; ++j) {
-        FEM_UNROLL
-        for (int comp = 0; comp < (component_blocks ? BS : 1); ++comp) {
-          const int k = component_blocks ? (i * BS + comp) * nd + j * BS + comp : i * m + j;
-          double* v = job.values + job.slots[k * stride + p];
-          if (job.atomic)
-            atomic_add(v, A[i * m + j]);
-          else
-            *v += A[i * m + j];  // no other cell of the colour shares a node
+            const double wq = w[q] * det;
+            if constexpr (mass) {
+              const double rw = kernel.rho(c, tag, nullptr) * wq;
+              const double phi_i = phi[q * n + i];
+              FEM_UNROLL
+              for (int j = 0; j < group; ++j) R[j * BS + a] += rw * Kernel::pair(phi_i, phi[q * n + j0 + j]);
+            } else {
+              double gi[dim], gj[dim];
+              gradient(q, i, gi);
+              if constexpr (elasticity) {
+                const auto [lambda, mu] =
+                    kernels::lame(kernel.young(c, tag, nullptr), kernel.poisson(c, tag, nullptr),
+                                  dim == 2 && kernel.plane_stress);
+                const double gia = pick<dim>(gi, a);
+                FEM_UNROLL
+                for (int j = 0; j < group; ++j) {
+                  gradient(q, j0 + j, gj);
+                  const double dot = kernels::Diffusion<TagCoefficient>::pair<dim>(gi, gj),
+                               gja = pick<dim>(gj, a);
+                  FEM_UNROLL
+                  for (int b = 0; b < dim; ++b)
+                    R[j * dim + b] +=
+                        Kernel::entry(wq, lambda, mu, gia, gi[b], gja, gj[b], a == b ? dot : 0.0);
+                }
+              } else {
+                const double kw = kernel.k(c, tag, nullptr) * wq;
+                FEM_UNROLL
+                for (int j = 0; j < group; ++j) {
+                  gradient(q, j0 + j, gj);
+                  R[j] += kw * Kernel::template pair<dim>(gi, gj);
+                }
+              }
+            }
+          }
+          const std::size_t row =
+              static_cast<std::size_t>(i * BS + a) * nd + static_cast<std::size_t>(j0 * BS);
+          FEM_UNROLL
+          for (int col = 0; col < group * BS; ++col) {
+            if constexpr (mass && BS > 1)
+              if (col % BS != a) continue;  // a vector mass matrix couples equal components only
+            double* v = job.values + job.slots[(row + col) * stride + p];
+            if (job.atomic)
+              atomic_add(v, R[col]);
+            else
+              *v += R[col];  // no other cell of the colour shares a node
+          }
         }
       }
     }
@@ -167,8 +235,7 @@ struct CellAssembly {
 template <class Launch, class E, int BS, int NQ, class Kernel>
 void launch_cells(const gpu::Executor& exec, const DeviceJob& job, const Kernel& kernel) {
   if (job.atomic) {
-    Launch::for_each(exec, static_cast<std::size_t>(job.num_cells),
-                     CellAssembly<E, BS, NQ, Kernel>{job, kernel});
+    Launch::for_each(exec, static_cast<std::size_t>(job.num_cells), CellRows<E, BS, NQ, Kernel>{job, kernel});
     return;
   }
   // One launch per colour, in colour order: each slot gets its contributions in the same order
@@ -178,7 +245,7 @@ void launch_cells(const gpu::Executor& exec, const DeviceJob& job, const Kernel&
     DeviceJob part = job;
     part.first = job.colour_offsets[k];
     Launch::for_each(exec, static_cast<std::size_t>(job.colour_offsets[k + 1] - job.colour_offsets[k]),
-                     CellAssembly<E, BS, NQ, Kernel>{part, kernel});
+                     CellRows<E, BS, NQ, Kernel>{part, kernel});
   }
 }
 

@@ -2,6 +2,8 @@
 // callable coef(cell, tag, x) -> double, so the host loop and device code share the math.
 #pragma once
 
+#include <cmath>
+
 #include "fem/hd.hpp"
 
 // Full unrolling of the small element loops: GCC's pragma for the host compiler, nvcc's own in
@@ -20,6 +22,15 @@ namespace fem::assembly::kernels {
 template <class K>
 struct Diffusion {
   K k;
+  /// ∇φi·∇φj: an entry is its (weighted) coefficient times this, on the host and the device.
+  /// The multiply-adds are spelled out (fma), so that every inlined copy rounds alike: the
+  /// device computes ∇φi·∇φj in one row and ∇φj·∇φi in another, and they must agree bit for bit.
+  template <int Dim>
+  FEM_HD static double pair(const double* gi, const double* gj) {
+    double s = gi[0] * gj[0];
+    for (int d = 1; d < Dim; ++d) s = fma(gi[d], gj[d], s);
+    return s;
+  }
   template <class CV>
   FEM_HD void operator()(const CV& cv, double* A) const {
     constexpr int n = CV::n, dim = CV::dim;
@@ -32,9 +43,7 @@ struct Diffusion {
         const double* gi = cv.basis_grad(0, i);
         FEM_UNROLL
         for (int j = 0; j <= i; ++j) {
-          const double* gj = cv.basis_grad(0, j);
-          double s = 0;
-          for (int d = 0; d < dim; ++d) s += gi[d] * gj[d];
+          const double s = pair<dim>(gi, cv.basis_grad(0, j));
           A[i * n + j] += kw * s;
           if (j < i) A[j * n + i] += kw * s;
         }
@@ -44,10 +53,7 @@ struct Diffusion {
         const double kw = k(cv.cell, cv.tag, cv.point(q)) * cv.weight[q];
         for (int i = 0; i < n; ++i)
           for (int j = 0; j < n; ++j) {
-            const double *gi = cv.basis_grad(q, i), *gj = cv.basis_grad(q, j);
-            double s = 0;
-            for (int d = 0; d < dim; ++d) s += gi[d] * gj[d];
-            A[i * n + j] += kw * s;
+            A[i * n + j] += kw * pair<dim>(cv.basis_grad(q, i), cv.basis_grad(q, j));
           }
       }
     }
@@ -58,6 +64,8 @@ struct Diffusion {
 template <class K>
 struct Mass {
   K rho;
+  /// φi φj first: the (i, j) and (j, i) entries get bitwise equal values (rw · pair).
+  FEM_HD static double pair(double phi_i, double phi_j) { return phi_i * phi_j; }
   template <class CV>
   FEM_HD void operator()(const CV& cv, double* A) const {
     constexpr int n = CV::n, bs = CV::bs, nd = CV::ndofs;
@@ -65,8 +73,7 @@ struct Mass {
       const double rw = rho(cv.cell, cv.tag, cv.point(q)) * cv.weight[q];
       for (int i = 0; i < n; ++i)
         for (int j = 0; j < n; ++j) {
-          // φi φj first: the (i, j) and (j, i) entries get bitwise equal values.
-          const double m = rw * (cv.basis(q, i) * cv.basis(q, j));
+          const double m = rw * pair(cv.basis(q, i), cv.basis(q, j));
           for (int c = 0; c < bs; ++c) A[(i * bs + c) * nd + j * bs + c] += m;
         }
     }
@@ -89,27 +96,22 @@ struct Elasticity {
   KE young;
   KNu poisson;
   bool plane_stress = false;
-  /// The dim × dim block of node i's rows and node j's columns, summed over the points in the
-  /// order operator() sums them (so the same bits): the device scatters it block by block
-  /// instead of holding the whole element matrix.
-  template <class CV>
-  FEM_HD void block(const CV& cv, int i, int j, double (&B)[CV::dim][CV::dim]) const {
-    constexpr int dim = CV::dim;
-    for (int a = 0; a < dim; ++a)
-      for (int b = 0; b < dim; ++b) B[a][b] = 0;
-    for (int q = 0; q < cv.num_points; ++q) {
-      const double E = young(cv.cell, cv.tag, cv.point(q)), nu = poisson(cv.cell, cv.tag, cv.point(q));
-      const auto [lambda, mu] = lame(E, nu, dim == 2 && plane_stress);
-      const double w = cv.weight[q];
-      const double *gi = cv.basis_grad(q, i), *gj = cv.basis_grad(q, j);
-      double dot = 0;
-      for (int d = 0; d < dim; ++d) dot += gi[d] * gj[d];
-      for (int a = 0; a < dim; ++a)
-        for (int b = 0; b < dim; ++b)
-          B[a][b] += w * (lambda * (gi[a] * gj[b]) + mu * (gi[b] * gj[a] + (a == b ? dot : 0.0)));
-    }
+  /// Entry (i a, j b) at one point, from the gradients gi, gj and dot = ∇φi·∇φj. Products of two
+  /// gradient entries first: (i a, j b) and (j b, i a) then get bitwise equal values, and the
+  /// solver's symmetry test picks Cholesky (λ gi[a] gj[b] would round differently from
+  /// λ gj[b] gi[a]).
+  FEM_HD static double entry(double w, double lambda, double mu, const double* gi, const double* gj,
+                             double dot, int a, int b) {
+    return entry(w, lambda, mu, gi[a], gi[b], gj[a], gj[b], a == b ? dot : 0.0);
   }
-
+  /// The same from the four gradient entries and δab·dot (the device passes scalars). The
+  /// multiply-adds are spelled out: left to the compiler, λ p + μ r may become fma(λ, p, μ r) in
+  /// one inlined copy and fma(μ, r, λ p) in another, and (i a, j b) would lose its bitwise
+  /// equality with (j b, i a).
+  FEM_HD static double entry(double w, double lambda, double mu, double gia, double gib, double gja,
+                             double gjb, double delta_dot) {
+    return w * fma(lambda, gia * gjb, mu * fma(gib, gja, delta_dot));
+  }
   template <class CV>
   FEM_HD void operator()(const CV& cv, double* A) const {
     constexpr int n = CV::n, dim = CV::dim, nd = CV::ndofs;
@@ -124,13 +126,9 @@ struct Elasticity {
           const double* gj = cv.basis_grad(q, j);
           double dot = 0;
           for (int d = 0; d < dim; ++d) dot += gi[d] * gj[d];
-          // Products of two gradient entries first: (i a, j b) and (j b, i a) then get bitwise equal
-          // values, and the solver's symmetry test picks Cholesky (λ gi[a] gj[b] would round
-          // differently from λ gj[b] gi[a]).
           for (int a = 0; a < dim; ++a)
             for (int b = 0; b < dim; ++b)
-              A[(i * dim + a) * nd + j * dim + b] +=
-                  w * (lambda * (gi[a] * gj[b]) + mu * (gi[b] * gj[a] + (a == b ? dot : 0.0)));
+              A[(i * dim + a) * nd + j * dim + b] += entry(w, lambda, mu, gi, gj, dot, a, b);
         }
       }
     }
