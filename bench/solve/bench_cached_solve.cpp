@@ -128,7 +128,8 @@ void BM_FemSolve(benchmark::State& state, int which, int threads, index_t nrhs, 
   std::vector<double> X(B.size());
   // Once untimed: the first solve of a width allocates its workspace (a chunk of 16 columns is
   // 134 MB at 1.05M DOFs), which the solves after it reuse.
-  if (!(transpose ? s.f->solve_transpose(B, X, nrhs) : s.f->solve(B, X, nrhs))) state.SkipWithError("solve failed");
+  if (!(transpose ? s.f->solve_transpose(B, X, nrhs) : s.f->solve(B, X, nrhs)))
+    state.SkipWithError("solve failed");
   for (auto _ : state) {
     if (!(transpose ? s.f->solve_transpose(B, X, nrhs) : s.f->solve(B, X, nrhs)))
       state.SkipWithError("solve failed");
@@ -152,8 +153,33 @@ void BM_CholmodSolve2(benchmark::State& state, int which) {
   std::vector<double> x(n);
   for (auto _ : state) reference.solve(b, x, 1);
   // CHOLMOD reads its whole supernodes, explicit zeros and upper triangles included.
-  const double bytes = 2.0 * static_cast<double>(solve::detail::supernodal_info(*s.f).stored) * sizeof(double);
-  state.counters["factor_GB/s"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  const double bytes =
+      2.0 * static_cast<double>(solve::detail::supernodal_info(*s.f).stored) * sizeof(double);
+  state.counters["factor_GB/s"] =
+      benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The bytes a solve reads (the packed factor twice: forward and backward), read once in one
+// sequential stream (four vector sums): the floor the memory sets under a one-core solve.
+void BM_FactorStream(benchmark::State& state, int which) {
+  Factored& s = factored(which);
+  const auto entries = static_cast<std::size_t>(solve::detail::supernodal_info(*s.f).entries);
+  using v4 = double __attribute__((vector_size(32), aligned(8)));
+  std::vector<double> a(2 * entries + 16, 1.0);
+  for (auto _ : state) {
+    v4 s0{}, s1{}, s2{}, s3{};
+    const double* p = a.data();
+    for (std::size_t i = 0; i + 16 <= 2 * entries; i += 16) {
+      s0 += *reinterpret_cast<const v4*>(p + i);
+      s1 += *reinterpret_cast<const v4*>(p + i + 4);
+      s2 += *reinterpret_cast<const v4*>(p + i + 8);
+      s3 += *reinterpret_cast<const v4*>(p + i + 12);
+    }
+    const v4 t = s0 + s1 + s2 + s3;
+    benchmark::DoNotOptimize(t);
+  }
+  state.counters["GB/s"] = benchmark::Counter(16.0 * static_cast<double>(entries) / 1e9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // STREAM triad a = b + s c on 3 × 64M doubles (24 bytes per element, STREAM's count).
@@ -228,6 +254,8 @@ void register_all() {
         ->UseManualTime()
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("CholmodSolve2/" + name).c_str(), BM_CholmodSolve2, c)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("FactorStream/" + name).c_str(), BM_FactorStream, c)
         ->Unit(benchmark::kMillisecond);
     for (int threads : {1, 2})
       benchmark::RegisterBenchmark(("FemSolve/" + name + "/threads:" + std::to_string(threads)).c_str(),

@@ -415,6 +415,18 @@ FEM_HD_INLINE K facet_key(const index_t* v, const int* local, int nv) {
   }
 }
 
+// The boundary facets' arrays, once written, as the builders return them.
+inline BoundaryFacets boundary_facets(Output<index_t>& vertices, Output<index_t>& cell, Output<std::int8_t>& local,
+                                      int nv, std::size_t nfacets) {
+  BoundaryFacets out;
+  out.vertices = vertices.take();
+  out.cell = cell.take();
+  out.local_facet = local.take();
+  out.vertices_per_facet = nv;
+  out.num_facets = static_cast<index_t>(nfacets);
+  return out;
+}
+
 template <class Launch, class K>
 BoundaryFacets boundary_facets_impl(const Executor& exec, const Mesh& mesh, const FacetTable& ft) {
   using A = typename Launch::Atomics;
@@ -473,13 +485,7 @@ BoundaryFacets boundary_facets_impl(const Executor& exec, const Mesh& mesh, cons
       for (int k = 0; k < nv; ++k) vo[b * nv + k] = cells[c * npc + ft.v[lf][k]];
     });
   }
-  BoundaryFacets out;
-  out.vertices = vertices.take();
-  out.cell = cell.take();
-  out.local_facet = local.take();
-  out.vertices_per_facet = nv;
-  out.num_facets = static_cast<index_t>(nfacets);
-  return out;
+  return boundary_facets(vertices, cell, local, nv, nfacets);
 }
 
 /// The boundary facets again, for 64-bit facet keys (all but faces of meshes with 2^21 nodes or
@@ -623,13 +629,7 @@ BoundaryFacets boundary_facets_local_impl(const Executor& exec, const Mesh& mesh
       }
     });
   }
-  BoundaryFacets out;
-  out.vertices = vertices.take();
-  out.cell = cell.take();
-  out.local_facet = local.take();
-  out.vertices_per_facet = nv;
-  out.num_facets = static_cast<index_t>(nfacets);
-  return out;
+  return boundary_facets(vertices, cell, local, nv, nfacets);
 }
 
 }  // namespace fem::gpu::detail

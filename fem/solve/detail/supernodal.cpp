@@ -423,101 +423,52 @@ void backward_block(const Node& nd, double* __restrict y, double* __restrict w) 
   std::copy(w, w + cols * W, yk);
 }
 
+// Nodes of up to this many columns take the kernels straight on y (forward_small, ...).
+constexpr int small_columns = 8;
+
+// f.template operator()<C>() with C = cols, when 1 <= cols <= small_columns; false otherwise.
+template <int C = 1, class F>
+bool with_small_columns(int cols, F&& f) {
+  if constexpr (C > small_columns) {
+    return false;
+  } else {
+    if (cols != C) return with_small_columns<C + 1>(cols, f);
+    f.template operator()<C>();
+    return true;
+  }
+}
+
 // The sweeps for a chunk of W right-hand sides (1, or a multiple of 4).
 template <int W>
 void forward(const Node& nd, double* y, index_t column_end, const int* top_index, double* top, double* w) {
-  if constexpr (W == 1) {
-    switch (nd.cols) {
-      case 1:
-        return forward_small<1>(nd, y, column_end, top_index, top);
-      case 2:
-        return forward_small<2>(nd, y, column_end, top_index, top);
-      case 3:
-        return forward_small<3>(nd, y, column_end, top_index, top);
-      case 4:
-        return forward_small<4>(nd, y, column_end, top_index, top);
-      case 5:
-        return forward_small<5>(nd, y, column_end, top_index, top);
-      case 6:
-        return forward_small<6>(nd, y, column_end, top_index, top);
-      case 7:
-        return forward_small<7>(nd, y, column_end, top_index, top);
-      case 8:
-        return forward_small<8>(nd, y, column_end, top_index, top);
-      default:
-        return forward1(nd, y, column_end, top_index, top, w);
-    }
-  } else {
-    constexpr int V = W / 4;
-    switch (nd.cols) {
-      case 1:
-        return forward_small_block<1, V>(nd, y, column_end, top_index, top);
-      case 2:
-        return forward_small_block<2, V>(nd, y, column_end, top_index, top);
-      case 3:
-        return forward_small_block<3, V>(nd, y, column_end, top_index, top);
-      case 4:
-        return forward_small_block<4, V>(nd, y, column_end, top_index, top);
-      case 5:
-        return forward_small_block<5, V>(nd, y, column_end, top_index, top);
-      case 6:
-        return forward_small_block<6, V>(nd, y, column_end, top_index, top);
-      case 7:
-        return forward_small_block<7, V>(nd, y, column_end, top_index, top);
-      case 8:
-        return forward_small_block<8, V>(nd, y, column_end, top_index, top);
-      default:
-        return forward_block<V>(nd, y, column_end, top_index, top, w);
-    }
-  }
+  constexpr int V = W / 4;
+  const bool small = with_small_columns(nd.cols, [&]<int C>() {
+    if constexpr (W == 1)
+      forward_small<C>(nd, y, column_end, top_index, top);
+    else
+      forward_small_block<C, V>(nd, y, column_end, top_index, top);
+  });
+  if (small) return;
+  if constexpr (W == 1)
+    forward1(nd, y, column_end, top_index, top, w);
+  else
+    forward_block<V>(nd, y, column_end, top_index, top, w);
 }
 
 template <int W>
 void backward(const Node& nd, double* y, double* w) {
-  if constexpr (W == 1) {
-    switch (nd.cols) {
-      case 1:
-        return backward_small<1>(nd, y);
-      case 2:
-        return backward_small<2>(nd, y);
-      case 3:
-        return backward_small<3>(nd, y);
-      case 4:
-        return backward_small<4>(nd, y);
-      case 5:
-        return backward_small<5>(nd, y);
-      case 6:
-        return backward_small<6>(nd, y);
-      case 7:
-        return backward_small<7>(nd, y);
-      case 8:
-        return backward_small<8>(nd, y);
-      default:
-        return backward1(nd, y, w);
-    }
-  } else {
-    constexpr int V = W / 4;
-    switch (nd.cols) {
-      case 1:
-        return backward_small_block<1, V>(nd, y);
-      case 2:
-        return backward_small_block<2, V>(nd, y);
-      case 3:
-        return backward_small_block<3, V>(nd, y);
-      case 4:
-        return backward_small_block<4, V>(nd, y);
-      case 5:
-        return backward_small_block<5, V>(nd, y);
-      case 6:
-        return backward_small_block<6, V>(nd, y);
-      case 7:
-        return backward_small_block<7, V>(nd, y);
-      case 8:
-        return backward_small_block<8, V>(nd, y);
-      default:
-        return backward_block<V>(nd, y, w);
-    }
-  }
+  constexpr int V = W / 4;
+  const bool small = with_small_columns(nd.cols, [&]<int C>() {
+    if constexpr (W == 1)
+      backward_small<C>(nd, y);
+    else
+      backward_small_block<C, V>(nd, y);
+  });
+  if (small) return;
+  if constexpr (W == 1)
+    backward1(nd, y, w);
+  else
+    backward_block<V>(nd, y, w);
 }
 
 }  // namespace

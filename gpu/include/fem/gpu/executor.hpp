@@ -12,7 +12,6 @@
 #include <string>
 #include <utility>
 
-
 namespace fem::gpu {
 
 struct DeviceProperties {
@@ -89,19 +88,24 @@ namespace detail {
 void check_transfer(const char* what, std::size_t offset, std::size_t count, std::size_t size);
 }  // namespace detail
 
-/// An array in an executor's memory (device memory for CUDA). Move-only; freed through the
-/// context it came from.
-template <class T>
-class DeviceBuffer {
+namespace detail {
+enum class Memory { executor, pinned };
+
+/// An array allocated from a context (its executor memory, or page-locked host memory) and freed
+/// through the same context, which it keeps alive. Move-only.
+template <class T, Memory M>
+class ContextArray {
  public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const Executor& exec, std::size_t n)
+  ContextArray() = default;
+  ContextArray(const Executor& exec, std::size_t n)
       : context_(exec.context_ptr()),
-        data_(n ? static_cast<T*>(context_->allocate(n * sizeof(T))) : nullptr),
+        data_(n ? static_cast<T*>(allocate(n * sizeof(T))) : nullptr),
         size_(n) {}
-  DeviceBuffer(DeviceBuffer&& o) noexcept
-      : context_(std::move(o.context_)), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  ContextArray(ContextArray&& o) noexcept
+      : context_(std::move(o.context_)),
+        data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)) {}
+  ContextArray& operator=(ContextArray&& o) noexcept {
     if (this != &o) {
       reset();
       context_ = std::move(o.context_);
@@ -110,12 +114,17 @@ class DeviceBuffer {
     }
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { reset(); }
+  ContextArray(const ContextArray&) = delete;
+  ContextArray& operator=(const ContextArray&) = delete;
+  ~ContextArray() { reset(); }
 
   void reset() noexcept {
-    if (data_) context_->deallocate(data_);
+    if (data_) {
+      if constexpr (M == Memory::pinned)
+        context_->deallocate_pinned(data_);
+      else
+        context_->deallocate(data_);
+    }
     data_ = nullptr;
     size_ = 0;
   }
@@ -123,59 +132,45 @@ class DeviceBuffer {
   std::size_t size() const noexcept { return size_; }
   std::size_t bytes() const noexcept { return size_ * sizeof(T); }
 
-  /// Stream-ordered copies; the host side must stay alive until the stream reaches them.
-  void upload(std::span<const T> host, std::size_t offset = 0) {
-    detail::check_transfer("upload", offset, host.size(), size_);
-    if (!host.empty()) context_->copy_to_device(data_ + offset, host.data(), host.size_bytes());
+ protected:
+  void* allocate(std::size_t bytes) {
+    return M == Memory::pinned ? context_->allocate_pinned(bytes) : context_->allocate(bytes);
   }
-  void download(std::span<T> host, std::size_t offset = 0) const {
-    detail::check_transfer("download", offset, host.size(), size_);
-    if (!host.empty()) context_->copy_to_host(host.data(), data_ + offset, host.size_bytes());
-  }
-
- private:
   std::shared_ptr<GpuContext> context_;
   T* data_ = nullptr;
   std::size_t size_ = 0;
+};
+}  // namespace detail
+
+/// An array in an executor's memory (device memory for CUDA). Move-only; freed through the
+/// context it came from.
+template <class T>
+class DeviceBuffer : public detail::ContextArray<T, detail::Memory::executor> {
+  using Base = detail::ContextArray<T, detail::Memory::executor>;
+
+ public:
+  using Base::Base;
+
+  /// Stream-ordered copies; the host side must stay alive until the stream reaches them.
+  void upload(std::span<const T> host, std::size_t offset = 0) {
+    detail::check_transfer("upload", offset, host.size(), this->size_);
+    if (!host.empty()) this->context_->copy_to_device(this->data_ + offset, host.data(), host.size_bytes());
+  }
+  void download(std::span<T> host, std::size_t offset = 0) const {
+    detail::check_transfer("download", offset, host.size(), this->size_);
+    if (!host.empty()) this->context_->copy_to_host(host.data(), this->data_ + offset, host.size_bytes());
+  }
 };
 
 /// A host array in page-locked memory of an executor's context (GpuContext::allocate_pinned),
 /// for the copies a repeated operation makes every time. Move-only.
 template <class T>
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const Executor& exec, std::size_t n)
-      : context_(exec.context_ptr()),
-        data_(n ? static_cast<T*>(context_->allocate_pinned(n * sizeof(T))) : nullptr),
-        size_(n) {}
-  PinnedBuffer(PinnedBuffer&& o) noexcept
-      : context_(std::move(o.context_)), data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
-    if (this != &o) {
-      reset();
-      context_ = std::move(o.context_);
-      data_ = std::exchange(o.data_, nullptr);
-      size_ = std::exchange(o.size_, 0);
-    }
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() { reset(); }
-  void reset() noexcept {
-    if (data_) context_->deallocate_pinned(data_);
-    data_ = nullptr;
-    size_ = 0;
-  }
-  T* data() const noexcept { return data_; }
-  std::size_t size() const noexcept { return size_; }
-  std::span<T> span() const noexcept { return {data_, size_}; }
+class PinnedBuffer : public detail::ContextArray<T, detail::Memory::pinned> {
+  using Base = detail::ContextArray<T, detail::Memory::pinned>;
 
- private:
-  std::shared_ptr<GpuContext> context_;
-  T* data_ = nullptr;
-  std::size_t size_ = 0;
+ public:
+  using Base::Base;
+  std::span<T> span() const noexcept { return {this->data_, this->size_}; }
 };
 
 }  // namespace fem::gpu
