@@ -3,7 +3,7 @@
 # (a heat-equation time series). Results go to out/.
 set -euo pipefail
 cd "$(dirname "$0")"
-./scripts/install-deps.sh dist
+./scripts/install-deps.sh dist python
 ./scripts/build.sh
 mkdir -p out
 # A plate with a hole, at 0 to begin with: the hole is held at 1, the left and right edges at 0

@@ -14,6 +14,7 @@ set(FEM_ENABLE_CUDA AUTO CACHE STRING "Build the CUDA kernels of libfem_gpu (AUT
 set(FEM_ENABLE_SUITESPARSE AUTO CACHE STRING "CHOLMOD, UMFPACK and KLU backends (AUTO|ON|OFF)")
 set(FEM_ENABLE_METIS AUTO CACHE STRING "METIS nested-dissection ordering (AUTO|ON|OFF)")
 set(FEM_ENABLE_PETSC AUTO CACHE STRING "libfem_dist: distributed assembly and solves on MPI + PETSc (AUTO|ON|OFF)")
+set(FEM_ENABLE_PYTHON AUTO CACHE STRING "The Python module (import fem): pybind11, NumPy (AUTO|ON|OFF)")
 set(FEM_SANITIZE "" CACHE STRING "Sanitizer for our targets: address, undefined or thread")
 set(FEM_CUDA_ARCHITECTURES "80;90" CACHE STRING "CUDA architectures (Ampere sm_80, Hopper sm_90)")
 set(FEM_ARCH "x86-64-v3" CACHE STRING
@@ -26,6 +27,7 @@ set_property(CACHE FEM_ENABLE_CUDA PROPERTY STRINGS AUTO ON OFF)
 set_property(CACHE FEM_ENABLE_SUITESPARSE PROPERTY STRINGS AUTO ON OFF)
 set_property(CACHE FEM_ENABLE_METIS PROPERTY STRINGS AUTO ON OFF)
 set_property(CACHE FEM_ENABLE_PETSC PROPERTY STRINGS AUTO ON OFF)
+set_property(CACHE FEM_ENABLE_PYTHON PROPERTY STRINGS AUTO ON OFF)
 set_property(CACHE FEM_SANITIZE PROPERTY STRINGS "" address undefined thread)
 
 if(FEM_SANITIZE AND NOT FEM_SANITIZE MATCHES "^(address|undefined|thread)$")
@@ -90,6 +92,24 @@ endif()
 fem_resolve_option(FEM_ENABLE_PETSC "${_fem_petsc_found}" "MPI, PETSc (≥ 3.18) and METIS"
                    libpetsc-real-dev openmpi-bin libopenmpi-dev libmetis-dev)
 
+# The Python module is built for Debian's interpreter, whose NumPy and pybind11 come from the
+# archive; the python3 first on a developer's PATH may be another one (without NumPy).
+set(_fem_python_found OFF)
+if(NOT FEM_ENABLE_PYTHON STREQUAL "OFF")
+  if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(Python3_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "The Python interpreter of the fem module")
+  endif()
+  find_package(Python3 COMPONENTS Interpreter Development.Module NumPy)
+  if(Python3_FOUND AND Python3_NumPy_FOUND)
+    find_package(pybind11 2.10 CONFIG)
+    if(pybind11_FOUND)
+      set(_fem_python_found ON)
+    endif()
+  endif()
+endif()
+fem_resolve_option(FEM_ENABLE_PYTHON "${_fem_python_found}" "Python 3 with NumPy and pybind11"
+                   python3-dev python3-numpy pybind11-dev)
+
 set(_fem_nvcc_found OFF)
 if(NOT FEM_ENABLE_CUDA STREQUAL "OFF")
   check_language(CUDA)
@@ -120,6 +140,7 @@ add_feature_info(CUDA FEM_ENABLE_CUDA_RESOLVED "GPU hash table and assembly (sm 
 add_feature_info(SuiteSparse FEM_ENABLE_SUITESPARSE_RESOLVED "CHOLMOD, UMFPACK and KLU backends")
 add_feature_info(METIS FEM_ENABLE_METIS_RESOLVED "nested-dissection ordering, mesh partitions")
 add_feature_info(PETSc FEM_ENABLE_PETSC_RESOLVED "libfem_dist: MPI + PETSc (MUMPS, GAMG, hypre)")
+add_feature_info(Python FEM_ENABLE_PYTHON_RESOLVED "the Python module (import fem) for ${Python3_EXECUTABLE}")
 add_feature_info(Tests FEM_BUILD_TESTS "GoogleTest suites registered with ctest")
 add_feature_info(Benchmarks FEM_BUILD_BENCHMARKS "Google Benchmark programs in bench/")
 add_feature_info(Apps FEM_BUILD_APPS "the fem driver executable")

@@ -217,6 +217,35 @@ void assemble_matrix(const FunctionSpace& V, const AssemblyPlan& plan, const Ker
   });
 }
 
+/// For each cell c, out[c] = Σ_k weights[slot(c, k)] · A_c[k], with A_c the element matrix of
+/// `kernel`: the derivative of Σ_s weights_s A_s with respect to a factor that scales cell c's
+/// element matrix (a per-cell coefficient of a form linear in it), given the gradient `weights`
+/// of a function of the matrix values. One value per cell, each written by one thread.
+template <Blocks B = Blocks::any, class Kernel>
+void contract_cells(const FunctionSpace& V, const AssemblyPlan& plan, const Kernel& kernel, int quadrature_degree,
+                    std::span<const double> weights, std::span<double> out) {
+  FEM_EXPECTS(weights.size() == plan.pattern().nnz(), "matrix weights: {} given, the pattern has {} nonzeros",
+              weights.size(), plan.pattern().nnz());
+  FEM_EXPECTS(out.size() == static_cast<std::size_t>(plan.num_cells), "{} values for {} cells", out.size(),
+              plan.num_cells);
+  detail::visit_space<B>(V, [&]<class E, class G, int BS>() {
+    constexpr int nd = E::n * BS, nn = nd * nd;
+    const detail::Tabulation<E, G> tab(quadrature(V.element(), quadrature_degree));
+    const index_t* slots = plan.connectivity.element_slots.data();
+    for_each_cell_block(plan, [&](index_t first, index_t last) {
+      detail::CellEvaluator<E, G, BS> ev(tab, V.mesh(), V.dofmap(), {}, false);
+      for (index_t c = first; c < last; ++c) {
+        double A[nn] = {};
+        kernel(ev.reinit(c), A);
+        const index_t* s = slots + static_cast<std::size_t>(c) * nn;
+        double sum = 0;
+        for (int k = 0; k < nn; ++k) sum += weights[static_cast<std::size_t>(s[k])] * A[k];
+        out[static_cast<std::size_t>(c)] = sum;
+      }
+    });
+  });
+}
+
 /// Add the vector of `kernel` to `b` (V.num_dofs() entries; not zeroed, so several linear forms
 /// can be summed).
 template <Blocks B = Blocks::any, class Kernel>

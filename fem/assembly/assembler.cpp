@@ -101,6 +101,21 @@ void Assembler::matrix_into(const Diffusion& form, std::span<double> values) con
   });
 }
 
+std::vector<double> Assembler::cell_gradient(const Diffusion&, std::span<const double> w) const {
+  FEM_EXPECTS(space_.components() == 1, "diffusion needs a scalar space, not {}", space_.name());
+  std::vector<double> out(static_cast<std::size_t>(space_.mesh().num_cells()));
+  contract_cells<Blocks::scalar>(space_, *plan_, kernels::Diffusion<Constant>{Constant{1.0}},
+                                 quadrature_degree(2 * (space_.degree() - 1)), w, out);
+  return out;
+}
+
+std::vector<double> Assembler::cell_gradient(const Mass&, std::span<const double> w) const {
+  std::vector<double> out(static_cast<std::size_t>(space_.mesh().num_cells()));
+  contract_cells(space_, *plan_, kernels::Mass<Constant>{Constant{1.0}}, quadrature_degree(2 * space_.degree()), w,
+                 out);
+  return out;
+}
+
 void Assembler::matrix_into(const Mass& form, std::span<double> values) const {
   form.rho.check(space_.mesh().cell_tags(), "mass density");
   const int degree = quadrature_degree(2 * space_.degree() + (form.rho.varies_in_cell() ? 2 : 0));

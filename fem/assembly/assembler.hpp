@@ -53,6 +53,16 @@ class Assembler {
   }
   CsrMatrix jacobian(const NonlinearForm& form, std::span<const double> u) const;
 
+  // --- derivatives with respect to per-cell coefficients --------------------------------
+
+  /// d/dk_c of Σ_s w_s A_s, A the matrix of the form with a per-cell coefficient k (diffusion's
+  /// k, mass's rho: the matrix is linear in it), for every cell c: the chain rule from the
+  /// gradient `w` of a function of the matrix values (one per nonzero of pattern()) to the
+  /// cells' coefficients. Equals −gᵀA_c x for w = −g xᵀ on the pattern (the gradient of a
+  /// solve). The form's own coefficient is not used.
+  std::vector<double> cell_gradient(const Diffusion& form, std::span<const double> w) const;
+  std::vector<double> cell_gradient(const Mass& form, std::span<const double> w) const;
+
   // --- vectors: added to b (space().num_dofs() entries), or as a new vector -----------------
 
   void vector_into(const Source& form, std::span<double> b) const;

@@ -1,0 +1,135 @@
+"""fem: finite-element kernels (mesh, assembly, factorize-and-solve, Newton) sharing one store.
+
+The store is the one place where state lives: meshes, patterns, matrices and cached
+factorizations are entries under string keys, the same entries that C++ kernels and C ABI users
+(ctypes, Julia) in this process see. Arrays read from it are read-only numpy views without a
+copy; putting a value copies it in (entries are immutable).
+
+    import fem
+    fem.generate_mesh("gen:square-tri3:64", "mesh")
+    V = fem.FunctionSpace("mesh", 1)
+    a = fem.Assembler(V)
+    bc = fem.DirichletBC(V, {"all": 0.0})
+    A, b = bc.apply(a.matrix(fem.Diffusion()), a.vector(fem.Source(1.0)))
+    fem.store.put("A", A)
+    u = fem.solve("A", b)            # factorized once; further solves reuse the factorization
+"""
+from dataclasses import dataclass
+from typing import Any
+
+from ._fem import (  # noqa: F401  (the public API)
+    Assembler as _Assembler,
+    CsrMatrix,
+    CsrPattern,
+    DirichletBC,
+    Error,
+    Factorization,
+    FunctionSpace,
+    InvalidArgument,
+    InvalidKey,
+    KeyError,
+    Mesh,
+    NotCompiled,
+    NumericalError,
+    ParseError,
+    Store,
+    TypeError,
+    backends,
+    check_mesh,
+    factor_key,
+    factorization,
+    generate_mesh,
+    newton_solve,
+    read_mesh,
+    solve,
+    solve_transpose,
+    store,
+)
+
+__all__ = [
+    "Assembler", "CsrMatrix", "CsrPattern", "Diffusion", "DirichletBC", "Elasticity", "Error",
+    "Factorization", "FunctionSpace", "InvalidArgument", "InvalidKey", "KeyError", "Mass", "Mesh",
+    "Neumann", "NotCompiled", "NumericalError", "ParseError", "Source", "Store", "TypeError",
+    "backends", "check_mesh", "factor_key", "factorization", "generate_mesh", "newton_solve",
+    "read_mesh", "solve", "solve_transpose", "store",
+]
+
+
+# --- the library's forms ------------------------------------------------------------------
+# A coefficient is a number, one value per cell (an array), {tag or physical name: value} (with
+# "all" for the rest), or a function of x: f(x) with x an (n, gdim) array, returning n values.
+# Functions are called back from the kernels (the GIL taken for the call): per-cell arrays are
+# the fast way to vary a coefficient.
+
+@dataclass
+class Diffusion:
+    """-div(k ∇u): ∫ k ∇u·∇v."""
+    k: Any = 1.0
+
+
+@dataclass
+class Mass:
+    """∫ rho u·v."""
+    rho: Any = 1.0
+
+
+@dataclass
+class Elasticity:
+    """Linear elasticity ∫ σ(u):ε(v); in 2D plane strain (default) or plane stress."""
+    E: Any = 1.0
+    nu: Any = 0.3
+    plane: str = "strain"
+
+
+@dataclass
+class Source:
+    """∫ f·v: f a number (per component) or a function of x (n values, or (n, components))."""
+    f: Any = 0.0
+
+
+@dataclass
+class Neumann:
+    """∫_Γ g·v over the facets `where` (a tag, a physical name, a list of them, or "all")."""
+    where: Any
+    g: Any = 0.0
+
+
+class Assembler(_Assembler):
+    """Assembles the library's forms on a space; its plan (pattern, element→slot map, colouring)
+    is cached in the store, so a second Assembler of the same space builds nothing."""
+
+    def matrix(self, form, out=None):
+        """A new fem.CsrMatrix of the form, or its values written into `out` (nnz float64)."""
+        if isinstance(form, Diffusion):
+            return self.diffusion(form.k, out=out)
+        if isinstance(form, Mass):
+            return self.mass(form.rho, out=out)
+        if isinstance(form, Elasticity):
+            return self.elasticity(form.E, form.nu, plane=form.plane, out=out)
+        raise InvalidArgument(f"not a bilinear form of the library: {form!r} (Diffusion, Mass, Elasticity)")
+
+    def vector(self, form, out=None):
+        """A new vector of the form, or the form added to `out`."""
+        if isinstance(form, Source):
+            return self.source(form.f, out=out)
+        if isinstance(form, Neumann):
+            return self.neumann(form.where, form.g, out=out)
+        raise InvalidArgument(f"not a linear form of the library: {form!r} (Source, Neumann)")
+
+    def cell_gradient(self, form, w):
+        """d/dk_c Σ_s w_s A_s for a per-cell coefficient of Diffusion or Mass (one value per cell)."""
+        if isinstance(form, Diffusion):
+            return self.diffusion_cell_gradient(w)
+        if isinstance(form, Mass):
+            return self.mass_cell_gradient(w)
+        raise InvalidArgument(f"cell_gradient: Diffusion or Mass, not {form!r}")
+
+
+def factorize(pattern, values, key=None, backend="auto", ordering="auto"):
+    """The factorization of the matrix (pattern, values), made through the store: the values are
+    published under `key` (by default one key per pattern object) and factorized there, so the
+    pattern's symbolic analysis is reused and only the numeric factorization is new."""
+    if key is None:
+        key = f"fem.factorize/{pattern.fingerprint:016x}"
+    store.put(key, CsrMatrix(pattern, values))
+    return factorization(key, backend=backend, ordering=ordering)

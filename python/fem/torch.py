@@ -1,0 +1,107 @@
+"""Differentiable sparse solves and assembly for PyTorch (float64, CPU tensors).
+
+    x = fem.torch.sparse_solve(values, b, pattern)
+
+solves A x = b with A the matrix of `pattern` (a fem.CsrPattern) and `values` (one per nonzero).
+The forward pass factorizes through the store: the symbolic analysis once per pattern, the
+numeric factorization once per call. The backward pass solves Aᵀ g = ∂L/∂x with the *same
+factorization object*, held by the autograd graph (not looked up by key: a newer matrix under
+the key, an erase or an eviction cannot change it), and returns ∂L/∂values = −g[row]·x[col] on
+the pattern and ∂L/∂b = g. No second factorization, of A or of Aᵀ.
+
+Gradients through assembly: `assemble(assembler, fem.Diffusion(), k)` gives the matrix values
+for a per-cell coefficient k (a tensor), with the backward pass through the cached element→slot
+map; `dirichlet(values, b, pattern, bc)` imposes the conditions in differentiable form.
+"""
+import numpy as np
+import torch
+
+import fem
+
+__all__ = ["SparseSolve", "sparse_solve", "assemble", "dirichlet"]
+
+
+def _numpy(t):
+    return t.detach().cpu().contiguous().numpy()
+
+
+class SparseSolve(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, values, b, pattern, key, backend):
+        if values.dtype != torch.float64 or b.dtype != torch.float64:
+            raise fem.InvalidArgument("sparse_solve: values and b must be float64 tensors")
+        F = fem.factorize(pattern, _numpy(values), key=key, backend=backend)
+        x = torch.from_numpy(F.solve(_numpy(b)))
+        ctx.factorization = F  # the very object the backward pass solves with
+        ctx.pattern = pattern
+        ctx.save_for_backward(x)
+        return x
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_x):
+        (x,) = ctx.saved_tensors
+        g = torch.from_numpy(ctx.factorization.solve_transpose(_numpy(grad_x)))
+        grad_values = None
+        if ctx.needs_input_grad[0]:
+            rows = torch.from_numpy(ctx.pattern.row_of_nonzeros()).long()
+            cols = torch.from_numpy(np.array(ctx.pattern.indices, dtype=np.int64))
+            grad_values = -(g[rows] * x[cols])
+            if grad_values.dim() == 2:  # a block of right-hand sides: sum over them
+                grad_values = grad_values.sum(dim=1)
+        grad_b = g if ctx.needs_input_grad[1] else None
+        return grad_values, grad_b, None, None, None
+
+
+def sparse_solve(values, b, pattern, key=None, backend="auto"):
+    """x with A x = b, A = (pattern, values); b of shape (n,) or (n, k). Differentiable in values
+    and b. `key`: where the matrix is published (default: one key per pattern)."""
+    return SparseSolve.apply(values, b, pattern, key, backend)
+
+
+class _Assemble(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, coefficient, assembler, form):
+        ctx.assembler, ctx.form = assembler, form
+        values = np.empty(assembler.pattern.nnz)
+        if isinstance(form, fem.Diffusion):
+            assembler.diffusion(_numpy(coefficient), out=values)
+        elif isinstance(form, fem.Mass):
+            assembler.mass(_numpy(coefficient), out=values)
+        else:
+            raise fem.InvalidArgument(f"assemble: Diffusion or Mass, not {form!r}")
+        return torch.from_numpy(values)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_values):
+        return torch.from_numpy(ctx.assembler.cell_gradient(ctx.form, _numpy(grad_values))), None, None
+
+
+def assemble(assembler, form, coefficient):
+    """The matrix values (one per nonzero of assembler.pattern) of Diffusion or Mass with the
+    per-cell coefficient `coefficient` (a tensor of one value per cell), differentiable in it."""
+    return _Assemble.apply(coefficient, assembler, form)
+
+
+def dirichlet(values, b, pattern, bc):
+    """(values', b') with the conditions of `bc` (a fem.DirichletBC) imposed as
+    fem.DirichletBC.apply does (constrained rows and columns zeroed but the diagonal, b lifted),
+    written with torch operations so that gradients flow to values and b."""
+    n = pattern.shape[0]
+    rows = torch.from_numpy(pattern.row_of_nonzeros()).long()
+    cols = torch.from_numpy(np.array(pattern.indices, dtype=np.int64))
+    constrained = torch.zeros(n, dtype=torch.bool)
+    dofs = torch.from_numpy(bc.dofs).long()
+    constrained[dofs] = True
+    g = torch.zeros(n, dtype=values.dtype)
+    g[dofs] = torch.from_numpy(bc.values)
+    diagonal = rows == cols
+    keep = ~(constrained[rows] | constrained[cols]) | diagonal
+    new_values = torch.where(keep, values, torch.zeros_like(values))
+    # Free rows: b_i − Σ_j A_ij g_j over the constrained columns j; constrained rows: A_kk g_k.
+    lifted = (constrained[cols] & ~constrained[rows]) * values * g[cols]
+    new_b = b - torch.zeros(n, dtype=values.dtype).index_add(0, rows, lifted)
+    diag_values = torch.zeros(n, dtype=values.dtype).index_add(0, rows, torch.where(diagonal, values, torch.zeros_like(values)))
+    new_b = torch.where(constrained, diag_values * g, new_b)
+    return new_values, new_b

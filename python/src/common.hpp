@@ -1,0 +1,147 @@
+// Shared pieces of the Python bindings: zero-copy read-only views of stored arrays, numpy
+// inputs as spans, Python callables as the assembly's functions, and the GIL rules.
+//
+// Views: a stored value is immutable and held by shared_ptr; a numpy view of it owns a copy of
+// that shared_ptr through a capsule, so the memory outlives an erase or a replace of the key
+// for as long as the view (or anything made from it, e.g. a SciPy matrix) lives. The views are
+// marked read-only: numpy refuses writes instead of corrupting what other kernels read.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "fem/assembly/boundary.hpp"
+#include "fem/assembly/forms.hpp"
+#include "fem/csr.hpp"
+#include "fem/store.hpp"
+
+namespace fem::python {
+
+namespace py = pybind11;
+
+/// A read-only numpy array over `data` (row-major `shape`) that keeps `owner` alive.
+template <class T>
+py::array readonly_view(const T* data, std::vector<py::ssize_t> shape, std::shared_ptr<const void> owner) {
+  std::vector<py::ssize_t> strides(shape.size(), static_cast<py::ssize_t>(sizeof(T)));
+  for (std::size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  auto* holder = new std::shared_ptr<const void>(std::move(owner));
+  py::capsule base(holder, [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); });
+  // numpy wants a non-null pointer even for an empty array.
+  static const T empty{};
+  py::array a(py::dtype::of<T>(), std::move(shape), std::move(strides), data ? data : &empty, base);
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+template <class T>
+py::array readonly_view(std::span<const T> data, std::shared_ptr<const void> owner) {
+  return readonly_view(data.data(), {static_cast<py::ssize_t>(data.size())}, std::move(owner));
+}
+
+/// A fresh writable array that takes the vector's memory (no copy).
+template <class T>
+py::array_t<T> to_numpy(std::vector<T>&& v, std::vector<py::ssize_t> shape = {}) {
+  if (shape.empty()) shape = {static_cast<py::ssize_t>(v.size())};
+  auto* owned = new std::vector<T>(std::move(v));
+  py::capsule base(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  std::vector<py::ssize_t> strides(shape.size(), static_cast<py::ssize_t>(sizeof(T)));
+  for (std::size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
+  static T empty{};
+  return py::array_t<T>(std::move(shape), std::move(strides), owned->empty() ? &empty : owned->data(), base);
+}
+
+/// A C-contiguous float64 array from anything numpy converts (a copy only when needed).
+using DoubleArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+inline std::span<const double> span_of(const DoubleArray& a) {
+  return {a.data(), static_cast<std::size_t>(a.size())};
+}
+
+/// The first Python exception raised by a callback that runs inside a kernel (on any thread);
+/// the kernel goes on with NaN, and the binding raises the exception once the kernel returns.
+class CallbackError {
+ public:
+  void capture() {
+    std::lock_guard lock(mutex_);
+    if (!error_) error_ = std::current_exception();
+  }
+  bool raised() const {
+    std::lock_guard lock(mutex_);
+    return error_ != nullptr;
+  }
+  /// Rethrow the captured exception, if any (with the GIL held).
+  void rethrow() const {
+    std::lock_guard lock(mutex_);
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::exception_ptr error_;
+};
+
+/// f(x) for `count` points x (count × gdim) in one Python call: f takes an array of shape
+/// (count, gdim) and returns count values (or one value for all). Takes the GIL itself.
+assembly::BatchFunction batch_function(py::object f, int gdim, std::shared_ptr<CallbackError> error);
+/// The same, one point at a time (for coefficients the kernels evaluate pointwise).
+assembly::Function point_function(py::object f, int gdim, std::shared_ptr<CallbackError> error);
+/// f with `components` values per point: f(x) returns (count, components) or (components,).
+assembly::VectorFunction vector_function(py::object f, int gdim, int components,
+                                         std::shared_ptr<CallbackError> error);
+
+/// Run a kernel with the GIL released. A Python exception raised by one of its callbacks is
+/// raised once the kernel returns, and takes precedence over whatever the kernel made of the
+/// NaN it got instead.
+template <class F>
+auto without_gil(const std::shared_ptr<CallbackError>& error, F&& kernel) {
+  try {
+    if constexpr (std::is_void_v<decltype(kernel())>) {
+      {
+        py::gil_scoped_release release;
+        kernel();
+      }
+      if (error) error->rethrow();
+    } else {
+      auto result = [&] {
+        py::gil_scoped_release release;
+        return kernel();
+      }();
+      if (error) error->rethrow();
+      return result;
+    }
+  } catch (...) {
+    if (error && error->raised()) error->rethrow();
+    throw;
+  }
+}
+template <class F>
+auto without_gil(F&& kernel) {
+  py::gil_scoped_release release;
+  return kernel();
+}
+
+/// A stored value held by a pybind11 holder: pybind11 wants shared_ptr<T>, the store gives
+/// shared_ptr<const T>; the bindings expose only const members.
+template <class T>
+std::shared_ptr<T> held(std::shared_ptr<const T> p) {
+  return std::const_pointer_cast<T>(std::move(p));
+}
+
+/// The value of a store entry as a Python object (a read-only array view, fem.CsrMatrix, ...).
+py::object stored_value(const Store& store, const std::string& key);
+/// The constrained DOFs and values of a fem.DirichletBC.
+const assembly::DirichletValues& dirichlet_values(py::handle bc);
+
+void bind_store(py::module_& m);
+void bind_mesh(py::module_& m);
+void bind_assembly(py::module_& m);
+void bind_solve(py::module_& m);
+void bind_newton(py::module_& m);
+
+}  // namespace fem::python

@@ -1,0 +1,185 @@
+// fem.solve / fem.solve_transpose through the store's factorization cache, and
+// fem.Factorization, a handle on one factorization object (what fem.torch's backward uses).
+#include "fem/solve/solve.hpp"
+
+#include <pybind11/stl.h>
+
+#include "common.hpp"
+
+namespace fem::python {
+namespace {
+
+using solve::Factorization;
+
+template <class E>
+E parse_enum(const std::string& name, std::initializer_list<E> all, const char* what) {
+  if (name == "auto") return *all.begin();  // the automatic choice comes first
+  std::string known;
+  for (E e : all) {
+    if (solve::to_string(e) == name) return e;
+    known += (known.empty() ? "" : ", ") + std::string(solve::to_string(e));
+  }
+  throw InvalidArgument(fmt::format("{} '{}': one of {}", what, name, known));
+}
+
+solve::Options options(const std::string& backend, const std::string& ordering, int refinement_steps,
+                       double max_relative_residual) {
+  using B = solve::Backend;
+  using O = solve::Ordering;
+  solve::Options o;
+  o.backend = parse_enum(backend, {B::automatic, B::cholmod, B::umfpack, B::klu, B::ldlt, B::lu}, "backend");
+  o.ordering = parse_enum(ordering, {O::automatic, O::amd, O::colamd, O::metis, O::natural}, "ordering");
+  o.refinement_steps = refinement_steps;
+  o.max_relative_residual = max_relative_residual;
+  return o;
+}
+
+/// b as n values or an (n, k) block; the block goes column-major to the kernels.
+struct RightHandSides {
+  std::vector<double> values;  // column-major n × k
+  index_t n = 0, k = 1;
+  bool block = false;
+};
+RightHandSides right_hand_sides(const DoubleArray& b, index_t n, const char* what) {
+  RightHandSides r;
+  r.n = n;
+  if (b.ndim() == 1) {
+    FEM_EXPECTS(b.shape(0) == n, "{}: b has {} values, the matrix {} rows", what, b.shape(0), n);
+    r.values.assign(b.data(), b.data() + b.size());
+    return r;
+  }
+  FEM_EXPECTS(b.ndim() == 2 && b.shape(0) == n, "{}: b must have shape ({},) or ({}, k), not {} dimensions",
+              what, n, n, b.ndim());
+  r.block = true;
+  r.k = static_cast<index_t>(b.shape(1));
+  r.values.resize(static_cast<std::size_t>(b.size()));
+  for (index_t i = 0; i < n; ++i)
+    for (index_t j = 0; j < r.k; ++j)
+      r.values[static_cast<std::size_t>(j) * n + i] = b.data()[static_cast<std::size_t>(i) * r.k + j];
+  return r;
+}
+py::array_t<double> solution(std::vector<double>&& x, const RightHandSides& r) {
+  if (!r.block) return to_numpy(std::move(x));
+  std::vector<double> rows(x.size());
+  for (index_t i = 0; i < r.n; ++i)
+    for (index_t j = 0; j < r.k; ++j)
+      rows[static_cast<std::size_t>(i) * r.k + j] = x[static_cast<std::size_t>(j) * r.n + i];
+  return to_numpy(std::move(rows), {r.n, r.k});
+}
+
+void check(const solve::SolveReport& report, const char* what) {
+  if (!report.ok())
+    throw NumericalError(fmt::format("{}: {} ({})", what, report.reason, solve::to_string(report.status)));
+}
+
+py::array_t<double> factor_solve(const Factorization& f, const DoubleArray& b, bool transpose) {
+  const char* what = transpose ? "Factorization.solve_transpose" : "Factorization.solve";
+  RightHandSides r = right_hand_sides(b, f.size(), what);
+  std::vector<double> x(r.values.size());
+  without_gil([&] {
+    const auto report = transpose ? f.solve_transpose(r.values, x, r.k) : f.solve(r.values, x, r.k);
+    check(report, what);
+  });
+  return solution(std::move(x), r);
+}
+
+py::array_t<double> store_solve(const std::string& key, const DoubleArray& b, const solve::Options& o,
+                                bool transpose) {
+  Store& store = fem::store();
+  const index_t n = store.get<CsrMatrix>(key)->rows();
+  RightHandSides r = right_hand_sides(b, n, transpose ? "solve_transpose" : "solve");
+  std::vector<double> x = without_gil([&] {
+    if (transpose)
+      return r.block ? solve::solve_transpose_block(store, key, r.values, r.k, o)
+                     : solve::solve_transpose(store, key, r.values, o);
+    return r.block ? solve::solve_block(store, key, r.values, r.k, o) : solve::solve(store, key, r.values, o);
+  });
+  return solution(std::move(x), r);
+}
+
+}  // namespace
+
+void bind_solve(py::module_& m) {
+  py::class_<Factorization, std::shared_ptr<Factorization>>(m, "Factorization", R"(One factorization object.
+
+Holding it keeps it alive whatever happens to the store's entries: a newer version of the
+matrix, an erase or an eviction never changes what it solves with. Its solves are thread-safe
+and release the GIL.)")
+      .def(
+          "solve", [](const Factorization& f, const DoubleArray& b) { return factor_solve(f, b, false); },
+          py::arg("b"), "x with A x = b; b of shape (n,) or (n, k).")
+      .def(
+          "solve_transpose",
+          [](const Factorization& f, const DoubleArray& b) { return factor_solve(f, b, true); }, py::arg("b"),
+          "x with Aᵀ x = b from the same factors; b of shape (n,) or (n, k).")
+      .def_property_readonly(
+          "backend", [](const Factorization& f) { return std::string(solve::to_string(f.backend())); })
+      .def_property_readonly(
+          "ordering", [](const Factorization& f) { return std::string(solve::to_string(f.ordering())); })
+      .def_property_readonly("size", &Factorization::size)
+      .def_property_readonly("factor_nonzeros", &Factorization::factor_nonzeros)
+      .def_property_readonly("bytes", &Factorization::bytes)
+      .def_property_readonly("counts",
+                             [](const Factorization& f) {
+                               py::dict d;
+                               d["symbolic_analyses"] = f.counts().symbolic_analyses;
+                               d["factorizations"] = f.counts().factorizations;
+                               d["refactorizations"] = f.counts().refactorizations;
+                               return d;
+                             })
+      .def_property_readonly("log", &Factorization::log)
+      .def("__repr__", [](const Factorization& f) {
+        return fmt::format("<fem.Factorization {} of size {}, {} factor nonzeros>",
+                           solve::to_string(f.backend()), f.size(), f.factor_nonzeros());
+      });
+
+  const auto solve_doc =
+      "x with A x = b, A the matrix stored under key, through the store's cache: the symbolic "
+      "analysis once per pattern, the numeric factorization once per version of the matrix. "
+      "b of shape (n,) or (n, k).";
+  m.def(
+      "solve",
+      [](const std::string& key, const DoubleArray& b, const std::string& backend,
+         const std::string& ordering, int refinement_steps, double max_relative_residual) {
+        return store_solve(key, b, options(backend, ordering, refinement_steps, max_relative_residual),
+                           false);
+      },
+      py::arg("key"), py::arg("b"), py::arg("backend") = "auto", py::arg("ordering") = "auto",
+      py::arg("refinement_steps") = 0, py::arg("max_relative_residual") = 1e-6, solve_doc);
+  m.def(
+      "solve_transpose",
+      [](const std::string& key, const DoubleArray& b, const std::string& backend,
+         const std::string& ordering, int refinement_steps, double max_relative_residual) {
+        return store_solve(key, b, options(backend, ordering, refinement_steps, max_relative_residual), true);
+      },
+      py::arg("key"), py::arg("b"), py::arg("backend") = "auto", py::arg("ordering") = "auto",
+      py::arg("refinement_steps") = 0, py::arg("max_relative_residual") = 1e-6,
+      "x with Aᵀ x = b from the same cached factorization.");
+  m.def(
+      "factorization",
+      [](const std::string& key, const std::string& backend, const std::string& ordering) {
+        const solve::Options o = options(backend, ordering, 0, 1e-6);
+        return held(without_gil([&] { return solve::factorization(fem::store(), key, o); }));
+      },
+      py::arg("key"), py::arg("backend") = "auto", py::arg("ordering") = "auto",
+      "The cached factorization of the matrix under key at its current version (made when missing).");
+  m.def(
+      "factor_key",
+      [](const std::string& key, const std::string& backend, const std::string& ordering) {
+        return solve::factor_key(key, options(backend, ordering, 0, 1e-6));
+      },
+      py::arg("key"), py::arg("backend") = "auto", py::arg("ordering") = "auto",
+      "The store key of the cached factorization of key.");
+  m.def(
+      "backends",
+      [] {
+        std::vector<std::string> out;
+        for (auto b : {solve::Backend::cholmod, solve::Backend::umfpack, solve::Backend::klu,
+                       solve::Backend::ldlt, solve::Backend::lu})
+          if (solve::available(b)) out.emplace_back(solve::to_string(b));
+        return out;
+      },
+      "The backends this build has.");
+}
+
+}  // namespace fem::python

@@ -1,0 +1,262 @@
+"""The kernels from Python: meshes, spaces, assembly with coefficients and conditions, cached
+solves, factorization handles, Newton; errors as one exception family; the GIL released."""
+import json
+import os
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+import fem
+
+PI = np.pi
+
+
+def exact(x):
+    return np.sin(PI * x[:, 0]) * np.sin(PI * x[:, 1])
+
+
+def poisson(n, key="A"):
+    fem.generate_mesh(f"gen:square-tri3:{n}", f"mesh/{n}")
+    V = fem.FunctionSpace(f"mesh/{n}", 1)
+    a = fem.Assembler(V)
+    bc = fem.DirichletBC(V, {"all": 0.0})
+    f = fem.Source(lambda x: 2 * PI**2 * exact(x))
+    A, b = bc.apply(a.matrix(fem.Diffusion()), a.vector(f))
+    fem.store.put(key, A)
+    return V, A, b
+
+
+def test_poisson_converges_at_second_order():
+    errors = []
+    for n in (8, 16, 32):
+        V, A, b = poisson(n, key=f"A{n}")
+        u = fem.solve(f"A{n}", b)
+        errors.append(np.max(np.abs(u - exact(V.node_coordinates))))
+    rates = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert np.all(rates > 1.8), (errors, rates)
+
+
+def test_cache_one_symbolic_analysis_per_pattern_one_factorization_per_version():
+    V, A, b = poisson(16)
+    for _ in range(10):
+        u = fem.solve("A", b)
+    c = fem.store.counters()
+    assert c["solve.factorizations"] == 1 and c["solve.symbolic_analyses"] == 1
+    assert c["solve.solves"] == 10
+    # New values on the same pattern: a numeric refactorization only.
+    fem.store.put("A", A.with_values(np.asarray(A.data) * 2.0))
+    u2 = fem.solve("A", b)
+    c = fem.store.counters()
+    assert c["solve.factorizations"] == 2 and c["solve.symbolic_analyses"] == 1
+    assert np.allclose(u2, u / 2.0, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.skipif(not os.environ.get("FEM_DRIVER"), reason="the fem driver was not built")
+def test_equals_the_poisson_driver(tmp_path):
+    V, A, b = poisson(32)
+    u = fem.solve("A", b)
+    out = tmp_path / "run.json"
+    subprocess.run([os.environ["FEM_DRIVER"], "poisson", "gen:square-tri3:32", "--source",
+                    "2*pi^2*sin(pi*x)*sin(pi*y)", "--dirichlet", "all=0", "--quiet", "--json", str(out)],
+                   check=True)
+    run = json.loads(out.read_text())
+    assert abs(run["solution"]["min"] - u.min()) <= 1e-12
+    assert abs(run["solution"]["max"] - u.max()) <= 1e-12 * abs(u.max())
+
+
+def test_factorization_handle_transpose_blocks_and_versions():
+    rng = np.random.default_rng(3)
+    n = 60
+    S = sp.random(n, n, density=0.08, random_state=4, format="csr") + 4 * sp.eye(n)
+    fem.store.put("U", S)
+    F = fem.factorization("U")
+    assert F.size == n and F.factor_nonzeros >= S.nnz // 2 and F.bytes > 0
+    assert F.backend in fem.backends()
+    b = rng.standard_normal(n)
+    dense = S.toarray()
+    assert np.allclose(F.solve(b), np.linalg.solve(dense, b), atol=1e-12)
+    assert np.allclose(F.solve_transpose(b), np.linalg.solve(dense.T, b), atol=1e-12)
+    B = rng.standard_normal((n, 5))
+    X = F.solve(B)
+    assert X.shape == (n, 5) and np.allclose(dense @ X, B, atol=1e-11)
+    assert np.allclose(fem.solve_transpose("U", B), np.linalg.solve(dense.T, B), atol=1e-11)
+    # The handle is one object: a new version under the key does not change what it solves.
+    fem.store.put("U", S * 2.0)
+    assert np.allclose(F.solve(b), np.linalg.solve(dense, b), atol=1e-12)
+    assert np.allclose(fem.solve("U", b), np.linalg.solve(2 * dense, b), atol=1e-12)
+    fem.store.erase("U")
+    assert np.allclose(dense @ F.solve(b), b, atol=1e-11)
+
+
+def test_singular_matrix_is_a_numerical_error_and_nothing_is_stored():
+    S = sp.csr_matrix(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    fem.store.put("S", S)
+    v = fem.store.version("S")
+    with pytest.raises(fem.NumericalError) as e:
+        fem.solve("S", np.array([1.0, 0.0]))
+    assert "S" in str(e.value)
+    assert isinstance(e.value, ArithmeticError)
+    assert fem.store.version("S") == v
+    assert not any(k.startswith("S#factor") for k in fem.store.keys())
+
+
+def test_sizes_and_arguments_are_checked():
+    V, A, b = poisson(4)
+    with pytest.raises(fem.InvalidArgument):
+        fem.solve("A", np.ones(3))
+    with pytest.raises(fem.InvalidArgument):
+        fem.solve("A", b, backend="magic")
+    with pytest.raises(fem.InvalidArgument):
+        fem.Assembler(V).diffusion(np.ones(5))  # not one value per cell
+    with pytest.raises(fem.InvalidArgument):
+        fem.generate_mesh("gen:sphere:3", "bad")
+    with pytest.raises(fem.InvalidArgument) as e:
+        fem.DirichletBC(V, {"nowhere": 0.0})
+    assert "nowhere" in str(e.value)
+
+
+def test_python_callback_errors_propagate():
+    fem.generate_mesh("gen:square-tri3:4", "m")
+    a = fem.Assembler(fem.FunctionSpace("m", 1))
+
+    def broken(x):
+        raise RuntimeError("my source is broken")
+
+    with pytest.raises(RuntimeError, match="my source is broken"):
+        a.vector(fem.Source(broken))
+    with pytest.raises(ValueError, match="returned 3 values"):
+        a.vector(fem.Source(lambda x: np.ones(3)))
+
+
+def test_nan_and_inverted_input_refused():
+    coords = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    cells = np.array([[0, 1, 2], [1, 2, 3]])  # the second one is clockwise: inverted
+    mesh = fem.Mesh("tri3", coords, cells)
+    report = fem.check_mesh(mesh)
+    assert not report["ok"] and list(report["inverted"]) == [1]
+    fem.store.put("inv", mesh)
+    with pytest.raises(fem.Error):
+        fem.Assembler(fem.FunctionSpace("inv", 1)).matrix(fem.Diffusion())
+    bad = coords.copy()
+    bad[3, 0] = np.nan
+    with pytest.raises(fem.InvalidArgument):
+        fem.Mesh("tri3", bad, cells)
+    fem.generate_mesh("gen:square-tri3:4", "m")
+    a = fem.Assembler(fem.FunctionSpace("m", 1))
+    k = np.ones(a.space.mesh.num_cells)
+    k[3] = np.nan
+    with pytest.raises(fem.Error):
+        A = a.matrix(fem.Diffusion(k))
+        fem.store.put("nan", A)
+        fem.solve("nan", np.ones(A.shape[0]))
+
+
+def test_truncated_file_names_the_file(tmp_path, source_dir):
+    text = open(os.path.join(source_dir, "meshes", "plate_hole_v41.msh")).read()
+    bad = tmp_path / "truncated.msh"
+    bad.write_text(text[: len(text) // 2])
+    with pytest.raises(fem.ParseError) as e:
+        fem.read_mesh(str(bad), "t")
+    assert "truncated.msh" in str(e.value)
+    assert "t" not in fem.store
+
+
+def test_mesh_names_per_tag_coefficient_and_neumann(source_dir):
+    mesh = fem.read_mesh(os.path.join(source_dir, "meshes", "plate_hole_v41.msh"), "plate")
+    assert "hole" in mesh.names and fem.check_mesh("plate")["ok"]
+    V = fem.FunctionSpace("plate", 1)
+    a = fem.Assembler(V)
+    tags = sorted(set(mesh.cell_tags.tolist()))
+    A1 = a.matrix(fem.Diffusion({t: 2.0 for t in tags}))
+    A2 = a.matrix(fem.Diffusion(2.0))
+    assert np.allclose(A1.data, A2.data)
+    # ∫_Γ 1 v summed over v = the length of Γ: the hole of radius r has perimeter ≈ 2πr.
+    length = a.vector(fem.Neumann("hole", 1.0)).sum()
+    xy = V.node_coordinates
+    assert length > 0 and np.isfinite(length)
+    total = a.vector(fem.Neumann("all", 1.0)).sum()
+    assert total > length
+    assert xy.shape[1] == 2
+
+
+def test_elasticity_is_symmetric_and_has_the_rigid_motions_as_kernel():
+    fem.generate_mesh("gen:square-quad4:6", "sq")
+    V = fem.FunctionSpace("sq", 1, components=2)
+    K = fem.Assembler(V).matrix(fem.Elasticity(E=200.0, nu=0.3)).to_scipy()
+    assert abs(K - K.T).max() <= 1e-12 * abs(K).max()
+    x = V.node_coordinates
+    rotation = np.stack([-x[:, 1], x[:, 0]], axis=1).ravel()
+    assert np.abs(K @ rotation).max() <= 1e-10 * abs(K).max()
+
+
+def test_cell_gradient_matches_finite_differences():
+    fem.generate_mesh("gen:square-tri3:6", "g")
+    a = fem.Assembler(fem.FunctionSpace("g", 1))
+    rng = np.random.default_rng(5)
+    k = 1 + rng.random(a.space.mesh.num_cells)
+    w = rng.standard_normal(a.pattern.nnz)
+    grad = a.cell_gradient(fem.Diffusion(), w)
+    for c in (0, 17, 40):
+        e = np.zeros_like(k)
+        e[c] = 1e-3
+        fd = (w @ a.matrix(fem.Diffusion(k + e)).data - w @ a.matrix(fem.Diffusion(k - e)).data) / 2e-3
+        assert abs(fd - grad[c]) <= 1e-8 * max(1.0, abs(fd))
+    gm = a.cell_gradient(fem.Mass(), w)
+    e = np.zeros_like(k)
+    e[9] = 1.0
+    assert np.isclose(gm[9], w @ a.matrix(fem.Mass(e)).data)
+
+
+def test_newton_bratu_converges_quadratically_with_one_analysis():
+    fem.generate_mesh("gen:square-tri3:24", "b")
+    V = fem.FunctionSpace("b", 1)
+    a = fem.Assembler(V)
+    bc = fem.DirichletBC(V, {"all": 0.0})
+    u, r = fem.newton_solve(a, "bratu", parameter=3.0, bc=bc, rtol=1e-12, atol=1e-13)
+    assert r["converged"], r
+    assert r["symbolic_analyses"] == 1 and r["jacobian_refreshes"] == r["iterations"]
+    r_ = [h / r["residual_history"][0] for h in r["residual_history"]]
+    # Quadratic: each relative residual at most the square of the one before (a linear rate
+    # of 1e-2 fails by the third step), down to rounding.
+    pairs = [(r_[i], r_[i + 1]) for i in range(1, len(r_) - 1) if r_[i + 1] > 1e-14]
+    assert len(pairs) >= 2 and all(b <= a * a for a, b in pairs), r["residual_history"]
+    assert u.max() > 0 and np.all(u[bc.dofs] == 0)
+    assert "newton/J" in fem.store
+
+
+def test_gil_released_during_a_factorization():
+    fem.generate_mesh("gen:square-tri3:300", "big")
+    V = fem.FunctionSpace("big", 1)
+    a = fem.Assembler(V)
+    A, b = fem.DirichletBC(V, {"all": 0.0}).apply(a.matrix(fem.Diffusion()), a.vector(fem.Source(1.0)))
+    fem.store.put("big/A", A)
+    done = threading.Event()
+    t = threading.Thread(target=lambda: (fem.factorization("big/A"), done.set()))
+    ticks = 0
+    t.start()
+    while not done.is_set():
+        ticks += 1
+    t.join()
+    assert ticks > 1000  # this thread ran Python while the other one factorized
+
+
+def test_concurrent_solves_with_one_handle_agree():
+    V, A, b = poisson(32)
+    F = fem.factorization("A")
+    ref = F.solve(b)
+    results = [None] * 4
+
+    def work(i):
+        results[i] = F.solve(b * (i + 1))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, x in enumerate(results):
+        assert np.allclose(x, ref * (i + 1), rtol=1e-13, atol=0)

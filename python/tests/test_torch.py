@@ -1,0 +1,107 @@
+"""fem.torch: the differentiable cached solve and assembly (PyTorch 1.13, float64)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+torch = pytest.importorskip("torch", reason="python3-torch is not installed (./scripts/install-deps.sh torch)")
+
+import fem  # noqa: E402
+import fem.torch as ft  # noqa: E402
+
+
+def laplacian(n):
+    fem.generate_mesh(f"gen:square-tri3:{n}", f"m{n}")
+    V = fem.FunctionSpace(f"m{n}", 1)
+    a = fem.Assembler(V)
+    bc = fem.DirichletBC(V, {"all": 0.0})
+    A, _ = bc.apply(a.matrix(fem.Diffusion()))
+    return a, bc, A
+
+
+def test_gradcheck_spd():
+    _, _, A = laplacian(3)
+    values = torch.tensor(np.asarray(A.data), requires_grad=True)
+    b = torch.randn(A.shape[0], dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v, b: ft.sparse_solve(v, b, A.pattern), (values, b))
+
+
+def test_gradcheck_unsymmetric_uses_the_transpose():
+    n = 12
+    S = (sp.random(n, n, density=0.3, random_state=7) + 3 * sp.eye(n)).tocsr()
+    S.sort_indices()
+    pattern = fem.CsrPattern(n, n, S.indptr, S.indices)
+    assert abs(S - S.T).max() > 0.1  # Aᵀ ≠ A: a backward with A instead of Aᵀ would fail
+    values = torch.tensor(S.data, requires_grad=True)
+    b = torch.randn(n, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v, b: ft.sparse_solve(v, b, pattern), (values, b))
+    B = torch.randn(n, 3, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda v, B: ft.sparse_solve(v, B, pattern), (values, B))
+
+
+def test_one_factorization_for_forward_and_backward():
+    _, _, A = laplacian(16)
+    values = torch.tensor(np.asarray(A.data), requires_grad=True)
+    b = torch.ones(A.shape[0], dtype=torch.float64)
+    x = ft.sparse_solve(values, b, A.pattern)
+    c0 = fem.store.counters()
+    (x**2).sum().backward()
+    c1 = fem.store.counters()
+    assert c0["solve.factorizations"] == 1 and c1["solve.factorizations"] == 1
+    # Next values on the same pattern: one numeric factorization, no new analysis.
+    x = ft.sparse_solve(values.detach() * 1.5, b, A.pattern)
+    c2 = fem.store.counters()
+    assert c2["solve.factorizations"] == 2 and c2["solve.symbolic_analyses"] == 1
+
+
+def test_backward_uses_the_forward_factorization_even_after_the_key_changed():
+    _, _, A = laplacian(6)
+    v0 = torch.tensor(np.asarray(A.data), requires_grad=True)
+    b = torch.linspace(0, 1, A.shape[0], dtype=torch.float64)
+    x = ft.sparse_solve(v0, b, A.pattern, key="K")
+    loss = (x**3).sum()
+    fem.store.put("K", A.with_values(np.asarray(A.data) * 5.0))  # a newer matrix under the key
+    fem.solve("K", b.numpy())  # ...factorized and cached
+    loss.backward()
+    grad = v0.grad.clone()
+    v1 = v0.detach().clone().requires_grad_(True)
+    (ft.sparse_solve(v1, b, A.pattern, key="other") ** 3).sum().backward()
+    assert torch.allclose(grad, v1.grad, rtol=1e-12, atol=1e-14)
+
+
+def test_batched_right_hand_sides_match_columns():
+    _, _, A = laplacian(5)
+    n = A.shape[0]
+    v = torch.tensor(np.asarray(A.data), requires_grad=True)
+    B = torch.randn(n, 4, dtype=torch.float64)
+    X = ft.sparse_solve(v, B, A.pattern)
+    X.sum().backward()
+    g_block = v.grad.clone()
+    total = torch.zeros_like(g_block)
+    for j in range(4):
+        vj = v.detach().clone().requires_grad_(True)
+        xj = ft.sparse_solve(vj, B[:, j], A.pattern)
+        assert torch.allclose(xj, X[:, j], rtol=1e-12)
+        xj.sum().backward()
+        total += vj.grad
+    assert torch.allclose(g_block, total, rtol=1e-10, atol=1e-13)
+
+
+def test_gradient_through_assembly_and_dirichlet():
+    fem.generate_mesh("gen:square-tri3:4", "g")
+    V = fem.FunctionSpace("g", 1)
+    a = fem.Assembler(V)
+    bc = fem.DirichletBC(V, {"all": lambda x: x[:, 0] + 0.5})  # inhomogeneous: the lifting depends on k too
+    f = torch.from_numpy(a.vector(fem.Source(1.0)))
+
+    def solve(k):
+        values = ft.assemble(a, fem.Diffusion(), k)
+        values, rhs = ft.dirichlet(values, f, a.pattern, bc)
+        return ft.sparse_solve(values, rhs, a.pattern)
+
+    k = (1 + torch.rand(V.mesh.num_cells, dtype=torch.float64)).requires_grad_(True)
+    assert torch.autograd.gradcheck(solve, (k,))
+    # The differentiable conditions give what DirichletBC.apply gives.
+    A, rhs = bc.apply(a.matrix(fem.Diffusion(k.detach().numpy())), f.numpy())
+    values, b = ft.dirichlet(ft.assemble(a, fem.Diffusion(), k), f, a.pattern, bc)
+    assert np.allclose(values.detach().numpy(), A.data, rtol=1e-14, atol=1e-14)
+    assert np.allclose(b.detach().numpy(), rhs, rtol=1e-14, atol=1e-14)
