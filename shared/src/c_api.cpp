@@ -6,51 +6,32 @@
 #include <string>
 
 #include "fem/array.hpp"
+#include "fem/detail/c_api_guard.hpp"
 #include "fem/store.hpp"
 
+namespace fem::capi {
+
 namespace {
-
+// The one error slot of every C ABI in the project (see fem/detail/c_api_guard.hpp).
 thread_local std::string last_error;
+}  // namespace
 
-template <class F>
-int guarded(F&& f) noexcept {
+void set_last_error(std::string message) noexcept {
   try {
-    last_error.clear();
-    return f();
-  } catch (const fem::KeyError& e) {
-    last_error = e.what();
-    return FEM_ERR_NOT_FOUND;
-  } catch (const fem::TypeError& e) {
-    last_error = e.what();
-    return FEM_ERR_WRONG_TYPE;
-  } catch (const fem::InvalidKey& e) {
-    last_error = e.what();
-    return FEM_ERR_INVALID_KEY;
-  } catch (const fem::InvalidArgument& e) {
-    last_error = e.what();
-    return FEM_ERR_INVALID_ARGUMENT;
-  } catch (const fem::ParseError& e) {
-    last_error = e.what();
-    return FEM_ERR_PARSE;
-  } catch (const fem::NumericalError& e) {
-    last_error = e.what();
-    return FEM_ERR_NUMERICAL;
-  } catch (const fem::NotCompiled& e) {
-    last_error = e.what();
-    return FEM_ERR_NOT_COMPILED;
-  } catch (const std::exception& e) {
-    last_error = e.what();
-    return FEM_ERR_INTERNAL;
+    last_error = std::move(message);
   } catch (...) {
-    last_error = "unknown error";
-    return FEM_ERR_INTERNAL;
+    last_error.clear();  // out of memory for the message: at least no stale one
   }
 }
 
-int fail(int status, std::string message) {
-  last_error = std::move(message);
-  return status;
-}
+void clear_last_error() noexcept { last_error.clear(); }
+
+}  // namespace fem::capi
+
+namespace {
+
+using fem::capi::fail;
+using fem::capi::guarded;
 
 std::string_view key_of(const char* key) {
   FEM_EXPECTS(key != nullptr, "key is a null pointer");
@@ -108,7 +89,7 @@ void fill_shape(const fem::Array<T>& a, int32_t& ndim, int64_t* shape) {
 extern "C" {
 
 int fem_abi_version(void) { return FEM_C_API_VERSION; }
-const char* fem_last_error(void) { return last_error.c_str(); }
+const char* fem_last_error(void) { return fem::capi::last_error.c_str(); }
 
 int fem_put_f64(const char* key, const double* data, int32_t ndim, const int64_t* shape, uint64_t* version) {
   return put(key, data, ndim, shape, version);
