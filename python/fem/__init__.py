@@ -50,7 +50,7 @@ __all__ = [
     "Assembler", "CsrMatrix", "CsrPattern", "Diffusion", "DirichletBC", "Elasticity", "Error",
     "Factorization", "FunctionSpace", "InvalidArgument", "InvalidKey", "KeyError", "Mass", "Mesh",
     "Neumann", "NotCompiled", "NumericalError", "ParseError", "Source", "Store", "TypeError",
-    "backends", "check_mesh", "factor_key", "factorization", "generate_mesh", "newton_solve",
+    "backends", "check_mesh", "factor_key", "factorization", "factorize", "generate_mesh", "newton_solve",
     "read_mesh", "solve", "solve_transpose", "store",
 ]
 

@@ -34,23 +34,16 @@ solve::Options options(const std::string& backend, const std::string& ordering, 
   return o;
 }
 
-/// b as n values or an (n, k) block; the block goes column-major to the kernels.
+/// An (n, k) block of right-hand sides, column-major for the kernels.
 struct RightHandSides {
   std::vector<double> values;  // column-major n × k
   index_t n = 0, k = 1;
-  bool block = false;
 };
 RightHandSides right_hand_sides(const DoubleArray& b, index_t n, const char* what) {
   RightHandSides r;
   r.n = n;
-  if (b.ndim() == 1) {
-    FEM_EXPECTS(b.shape(0) == n, "{}: b has {} values, the matrix {} rows", what, b.shape(0), n);
-    r.values.assign(b.data(), b.data() + b.size());
-    return r;
-  }
   FEM_EXPECTS(b.ndim() == 2 && b.shape(0) == n, "{}: b must have shape ({},) or ({}, k), not {} dimensions",
               what, n, n, b.ndim());
-  r.block = true;
   r.k = static_cast<index_t>(b.shape(1));
   r.values.resize(static_cast<std::size_t>(b.size()));
   for (index_t i = 0; i < n; ++i)
@@ -59,7 +52,6 @@ RightHandSides right_hand_sides(const DoubleArray& b, index_t n, const char* wha
   return r;
 }
 py::array_t<double> solution(std::vector<double>&& x, const RightHandSides& r) {
-  if (!r.block) return to_numpy(std::move(x));
   std::vector<double> rows(x.size());
   for (index_t i = 0; i < r.n; ++i)
     for (index_t j = 0; j < r.k; ++j)
@@ -74,6 +66,12 @@ void check(const solve::SolveReport& report, const char* what) {
 
 py::array_t<double> factor_solve(const Factorization& f, const DoubleArray& b, bool transpose) {
   const char* what = transpose ? "Factorization.solve_transpose" : "Factorization.solve";
+  if (b.ndim() == 1) {  // one right-hand side: straight from the caller's array
+    FEM_EXPECTS(b.shape(0) == f.size(), "{}: b has {} values, the matrix {} rows", what, b.shape(0), f.size());
+    std::vector<double> x(static_cast<std::size_t>(f.size()));
+    without_gil([&] { check(transpose ? f.solve_transpose(span_of(b), x) : f.solve(span_of(b), x), what); });
+    return to_numpy(std::move(x));
+  }
   RightHandSides r = right_hand_sides(b, f.size(), what);
   std::vector<double> x(r.values.size());
   without_gil([&] {
@@ -83,16 +81,18 @@ py::array_t<double> factor_solve(const Factorization& f, const DoubleArray& b, b
   return solution(std::move(x), r);
 }
 
-py::array_t<double> store_solve(const std::string& key, const DoubleArray& b, const solve::Options& o,
-                                bool transpose) {
+py::array_t<double> store_solve(const std::string& key, const DoubleArray& b, const solve::Options& o, bool transpose) {
   Store& store = fem::store();
+  if (b.ndim() == 1) {
+    return to_numpy(without_gil([&] {
+      return transpose ? solve::solve_transpose(store, key, span_of(b), o) : solve::solve(store, key, span_of(b), o);
+    }));
+  }
   const index_t n = store.get<CsrMatrix>(key)->rows();
   RightHandSides r = right_hand_sides(b, n, transpose ? "solve_transpose" : "solve");
   std::vector<double> x = without_gil([&] {
-    if (transpose)
-      return r.block ? solve::solve_transpose_block(store, key, r.values, r.k, o)
-                     : solve::solve_transpose(store, key, r.values, o);
-    return r.block ? solve::solve_block(store, key, r.values, r.k, o) : solve::solve(store, key, r.values, o);
+    return transpose ? solve::solve_transpose_block(store, key, r.values, r.k, o)
+                     : solve::solve_block(store, key, r.values, r.k, o);
   });
   return solution(std::move(x), r);
 }
