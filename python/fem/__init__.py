@@ -38,6 +38,7 @@ from ._fem import (  # noqa: F401  (the public API)
     check_mesh,
     factor_key,
     factorization,
+    factorize,
     generate_mesh,
     newton_solve,
     read_mesh,
@@ -124,12 +125,3 @@ class Assembler(_Assembler):
             return self.mass_cell_gradient(w)
         raise InvalidArgument(f"cell_gradient: Diffusion or Mass, not {form!r}")
 
-
-def factorize(pattern, values, key=None, backend="auto", ordering="auto"):
-    """The factorization of the matrix (pattern, values), made through the store: the values are
-    published under `key` (by default one key per pattern object) and factorized there, so the
-    pattern's symbolic analysis is reused and only the numeric factorization is new."""
-    if key is None:
-        key = f"fem.factorize/{pattern.fingerprint:016x}"
-    store.put(key, CsrMatrix(pattern, values))
-    return factorization(key, backend=backend, ordering=ordering)

@@ -7,7 +7,9 @@ The forward pass factorizes through the store: the symbolic analysis once per pa
 numeric factorization once per call. The backward pass solves Aᵀ g = ∂L/∂x with the *same
 factorization object*, held by the autograd graph (not looked up by key: a newer matrix under
 the key, an erase or an eviction cannot change it), and returns ∂L/∂values = −g[row]·x[col] on
-the pattern and ∂L/∂b = g. No second factorization, of A or of Aᵀ.
+the pattern and ∂L/∂b = g. No second factorization, of A or of Aᵀ. The graph lets the
+factorization go once the backward pass has used it, so that the next forward pass refactorizes
+it in place; a second backward through a retained graph factorizes the saved values again.
 
 Gradients through assembly: `assemble(assembler, fem.Diffusion(), k)` gives the matrix values
 for a per-cell coefficient k (a tensor), with the backward pass through the cached element→slot
@@ -33,22 +35,24 @@ class SparseSolve(torch.autograd.Function):
         F = fem.factorize(pattern, _numpy(values), key=key, backend=backend)
         x = torch.from_numpy(F.solve(_numpy(b)))
         ctx.factorization = F  # the very object the backward pass solves with
-        ctx.pattern = pattern
-        ctx.save_for_backward(x)
+        ctx.pattern, ctx.key, ctx.backend = pattern, key, backend
+        ctx.save_for_backward(values, x)
         return x
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_x):
-        (x,) = ctx.saved_tensors
-        g = torch.from_numpy(ctx.factorization.solve_transpose(_numpy(grad_x)))
+        values, x = ctx.saved_tensors
+        F = ctx.factorization
+        if F is None:  # a second backward through a retained graph: factorize the saved values again
+            F = fem.factorize(ctx.pattern, _numpy(values), key=ctx.key, backend=ctx.backend)
+        # Released once used: in a loop, the next forward then refactorizes it in place (fem.factorize)
+        # instead of allocating new factors while this graph is still referenced.
+        ctx.factorization = None
+        g = torch.from_numpy(F.solve_transpose(_numpy(grad_x)))
         grad_values = None
-        if ctx.needs_input_grad[0]:
-            rows = torch.from_numpy(ctx.pattern.row_of_nonzeros()).long()
-            cols = torch.from_numpy(np.array(ctx.pattern.indices, dtype=np.int64))
-            grad_values = -(g[rows] * x[cols])
-            if grad_values.dim() == 2:  # a block of right-hand sides: sum over them
-                grad_values = grad_values.sum(dim=1)
+        if ctx.needs_input_grad[0]:  # −g[row]·x[col], summed over the columns of a block
+            grad_values = torch.from_numpy(ctx.pattern.outer_values(g.numpy(), _numpy(x), -1.0))
         grad_b = g if ctx.needs_input_grad[1] else None
         return grad_values, grad_b, None, None, None
 

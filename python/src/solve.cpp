@@ -4,6 +4,8 @@
 
 #include <pybind11/stl.h>
 
+#include <optional>
+
 #include "common.hpp"
 
 namespace fem::python {
@@ -67,7 +69,8 @@ void check(const solve::SolveReport& report, const char* what) {
 py::array_t<double> factor_solve(const Factorization& f, const DoubleArray& b, bool transpose) {
   const char* what = transpose ? "Factorization.solve_transpose" : "Factorization.solve";
   if (b.ndim() == 1) {  // one right-hand side: straight from the caller's array
-    FEM_EXPECTS(b.shape(0) == f.size(), "{}: b has {} values, the matrix {} rows", what, b.shape(0), f.size());
+    FEM_EXPECTS(b.shape(0) == f.size(), "{}: b has {} values, the matrix {} rows", what, b.shape(0),
+                f.size());
     std::vector<double> x(static_cast<std::size_t>(f.size()));
     without_gil([&] { check(transpose ? f.solve_transpose(span_of(b), x) : f.solve(span_of(b), x), what); });
     return to_numpy(std::move(x));
@@ -81,11 +84,13 @@ py::array_t<double> factor_solve(const Factorization& f, const DoubleArray& b, b
   return solution(std::move(x), r);
 }
 
-py::array_t<double> store_solve(const std::string& key, const DoubleArray& b, const solve::Options& o, bool transpose) {
+py::array_t<double> store_solve(const std::string& key, const DoubleArray& b, const solve::Options& o,
+                                bool transpose) {
   Store& store = fem::store();
   if (b.ndim() == 1) {
     return to_numpy(without_gil([&] {
-      return transpose ? solve::solve_transpose(store, key, span_of(b), o) : solve::solve(store, key, span_of(b), o);
+      return transpose ? solve::solve_transpose(store, key, span_of(b), o)
+                       : solve::solve(store, key, span_of(b), o);
     }));
   }
   const index_t n = store.get<CsrMatrix>(key)->rows();
@@ -163,6 +168,30 @@ and release the GIL.)")
       },
       py::arg("key"), py::arg("backend") = "auto", py::arg("ordering") = "auto",
       "The cached factorization of the matrix under key at its current version (made when missing).");
+  m.def(
+      "factorize",
+      [](std::shared_ptr<CsrPattern> pattern, const DoubleArray& values, std::optional<std::string> key,
+         const std::string& backend, const std::string& ordering) {
+        const solve::Options o = options(backend, ordering, 0, 1e-6);
+        FEM_EXPECTS(static_cast<std::size_t>(values.size()) == pattern->nnz(),
+                    "factorize: {} values, the pattern has {}", values.size(), pattern->nnz());
+        const std::string k = key.value_or(fmt::format("fem.factorize/{:016x}", pattern->fingerprint()));
+        auto matrix = std::make_shared<const CsrMatrix>(
+            pattern, std::vector<double>(values.data(), values.data() + values.size()));
+        return held(without_gil([&] {
+          Store& store = fem::store();
+          // The factorization of the previous values, recycled in place when nothing else holds it.
+          auto retired = store.find<Factorization>(solve::factor_key(k, o));
+          store.put<CsrMatrix>(k, std::move(matrix));
+          return solve::factorization(store, k, std::move(retired), o);
+        }));
+      },
+      py::arg("pattern"), py::arg("values"), py::arg("key") = py::none(), py::arg("backend") = "auto",
+      py::arg("ordering") = "auto",
+      R"(The factorization of the matrix (pattern, values), made through the store: the values are published under
+`key` (by default one key per pattern) and factorized there, so the pattern's symbolic analysis is reused and only
+the numeric factorization is new. The previous values' factorization under that key is refactorized in place
+(no allocation) when no handle holds it any more.)");
   m.def(
       "factor_key",
       [](const std::string& key, const std::string& backend, const std::string& ordering) {

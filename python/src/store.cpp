@@ -144,6 +144,35 @@ void bind_store(py::module_& m) {
             return to_numpy(std::move(rows));
           },
           "The row of each nonzero (a fresh int32 array).")
+      .def(
+          "outer_values",
+          [](const CsrPattern& p, const DoubleArray& u, const DoubleArray& v, double scale) {
+            // scale · Σ_k u[row, k] v[col, k] at every nonzero: the gradient of a solve with respect to
+            // the matrix values (u = Aᵀ⁻¹ ∂L/∂x, v = x, scale = −1), in one pass over the pattern.
+            FEM_EXPECTS(u.ndim() == v.ndim() && u.ndim() >= 1 && u.ndim() <= 2 && u.shape(0) == p.rows() &&
+                            v.shape(0) == p.cols() && (u.ndim() == 1 || u.shape(1) == v.shape(1)),
+                        "outer_values: u of shape ({},) or ({}, k) and v of shape ({},) or ({}, k)", p.rows(),
+                        p.rows(), p.cols(), p.cols());
+            const std::size_t k = u.ndim() == 1 ? 1 : static_cast<std::size_t>(u.shape(1));
+            std::vector<double> out(p.nnz());
+            without_gil([&] {
+              const double *U = u.data(), *V = v.data();
+              const auto offsets = p.row_offsets();
+              const auto cols = p.col_indices();
+              for (index_t r = 0; r < p.rows(); ++r) {
+                const double* ur = U + static_cast<std::size_t>(r) * k;
+                for (index_t s = offsets[r]; s < offsets[r + 1]; ++s) {
+                  const double* vc = V + static_cast<std::size_t>(cols[static_cast<std::size_t>(s)]) * k;
+                  double sum = 0;
+                  for (std::size_t j = 0; j < k; ++j) sum += ur[j] * vc[j];
+                  out[static_cast<std::size_t>(s)] = scale * sum;
+                }
+              }
+            });
+            return to_numpy(std::move(out));
+          },
+          py::arg("u"), py::arg("v"), py::arg("scale") = 1.0,
+          "scale · Σ_k u[row, k]·v[col, k] at every nonzero (the gradient of a solve on the pattern).")
       .def_property_readonly("fingerprint", &CsrPattern::fingerprint)
       .def("same_structure", &CsrPattern::same_structure)
       .def("__repr__", [](const CsrPattern& p) {

@@ -260,3 +260,29 @@ def test_concurrent_solves_with_one_handle_agree():
         t.join()
     for i, x in enumerate(results):
         assert np.allclose(x, ref * (i + 1), rtol=1e-13, atol=0)
+
+
+def test_factorize_reuses_the_analysis_and_recycles_unheld_factors():
+    V, A, b = poisson(16)
+    p = A.pattern
+    F1 = fem.factorize(p, A.data)
+    F2 = fem.factorize(p, np.asarray(A.data) * 2)  # F1 still held: not recycled
+    assert np.allclose(F1.solve(b), 2 * F2.solve(b), rtol=1e-12)
+    del F1, F2
+    F3 = fem.factorize(p, np.asarray(A.data) * 4)  # nothing holds F2 any more: refactorized in place
+    c = fem.store.counters()
+    assert c["solve.symbolic_analyses"] == 1 and c["solve.factorizations"] == 3 and c["solve.recycled"] == 1
+    assert np.allclose(A @ (4 * F3.solve(b)), b, atol=1e-12)
+
+
+def test_outer_values_on_the_pattern():
+    rng = np.random.default_rng(8)
+    V, A, b = poisson(5)
+    p = A.pattern
+    rows = p.row_of_nonzeros()
+    u, v = rng.standard_normal((A.shape[0], 3)), rng.standard_normal((A.shape[0], 3))
+    expected = -(u[rows] * v[p.indices]).sum(axis=1)
+    assert np.allclose(p.outer_values(u, v, -1.0), expected, rtol=1e-14)
+    assert np.allclose(p.outer_values(u[:, 0], v[:, 0]), u[rows, 0] * v[p.indices, 0], rtol=1e-14)
+    with pytest.raises(fem.InvalidArgument):
+        p.outer_values(u, v[:, :2])

@@ -68,6 +68,33 @@ def test_backward_uses_the_forward_factorization_even_after_the_key_changed():
     assert torch.allclose(grad, v1.grad, rtol=1e-12, atol=1e-14)
 
 
+def test_a_retained_graph_backpropagates_twice():
+    _, _, A = laplacian(6)
+    v = torch.tensor(np.asarray(A.data), requires_grad=True)
+    b = torch.ones(A.shape[0], dtype=torch.float64)
+    loss = (ft.sparse_solve(v, b, A.pattern) ** 2).sum()
+    loss.backward(retain_graph=True)
+    first = v.grad.clone()
+    f0 = fem.store.counter("solve.factorizations")
+    v.grad = None
+    loss.backward()  # the factorization was released after the first pass: made again, same gradient
+    assert fem.store.counter("solve.factorizations") == f0 + 1
+    assert torch.allclose(v.grad, first, rtol=1e-12, atol=0)
+
+
+def test_a_training_loop_refactorizes_in_place():
+    _, _, A = laplacian(12)
+    v = torch.tensor(np.asarray(A.data))
+    b = torch.ones(A.shape[0], dtype=torch.float64)
+    for it in range(4):
+        vi = (v * (1 + 0.1 * it)).requires_grad_(True)
+        loss = (ft.sparse_solve(vi, b, A.pattern) ** 2).sum()
+        loss.backward()
+    c = fem.store.counters()
+    assert c["solve.factorizations"] == 4 and c["solve.symbolic_analyses"] == 1
+    assert c["solve.recycled"] == 3  # every forward after the first reused the previous factors' memory
+
+
 def test_batched_right_hand_sides_match_columns():
     _, _, A = laplacian(5)
     n = A.shape[0]
