@@ -94,8 +94,12 @@ fem_resolve_option(FEM_ENABLE_PETSC "${_fem_petsc_found}" "MPI, PETSc (≥ 3.18)
 
 # The Python module is built for Debian's interpreter, whose NumPy and pybind11 come from the
 # archive; the python3 first on a developer's PATH may be another one (without NumPy).
+# Under a sanitizer the module would need the sanitizer's runtime preloaded into the interpreter:
+# AUTO leaves it out of sanitizer builds.
 set(_fem_python_found OFF)
-if(NOT FEM_ENABLE_PYTHON STREQUAL "OFF")
+if(FEM_SANITIZE AND FEM_ENABLE_PYTHON STREQUAL "AUTO")
+  message(STATUS "FEM_SANITIZE=${FEM_SANITIZE}: the Python module is not built (FEM_ENABLE_PYTHON=AUTO)")
+elseif(NOT FEM_ENABLE_PYTHON STREQUAL "OFF")
   if(NOT Python3_EXECUTABLE AND EXISTS /usr/bin/python3)
     set(Python3_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "The Python interpreter of the fem module")
   endif()

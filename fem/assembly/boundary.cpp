@@ -197,11 +197,26 @@ DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichl
   return out;
 }
 
+namespace {
+
+// Conditions made on another space (a P2 space's DOFs on a P1 matrix) would write out of range:
+// the DOFs are sorted, so the last one bounds them all.
+void check_dofs(const DirichletValues& bc, std::size_t size, const char* what) {
+  FEM_EXPECTS(bc.values.size() == bc.dofs.size(), "{}: {} values for {} constrained DOFs", what, bc.values.size(),
+              bc.dofs.size());
+  FEM_EXPECTS(bc.dofs.empty() || (bc.dofs.front() >= 0 && static_cast<std::size_t>(bc.dofs.back()) < size),
+              "{}: constrained DOF {} of a vector of {} (conditions of another space?)", what,
+              bc.dofs.empty() ? 0 : bc.dofs.back(), size);
+}
+
+}  // namespace
+
 void apply_dirichlet(const DirichletValues& bc, const CsrPattern& p, std::span<double> values, std::span<double> b) {
   FEM_EXPECTS(values.size() == p.nnz(), "apply_dirichlet: {} values for a pattern of {} nonzeros", values.size(),
               p.nnz());
   FEM_EXPECTS(b.size() == static_cast<std::size_t>(p.rows()), "apply_dirichlet: right-hand side of {} for {} rows",
               b.size(), p.rows());
+  check_dofs(bc, static_cast<std::size_t>(p.rows()), "apply_dirichlet");
   std::vector<double> g(p.rows(), 0.0);
   std::vector<char> fixed(p.rows(), 0);
   for (std::size_t k = 0; k < bc.dofs.size(); ++k) {
@@ -237,10 +252,12 @@ void apply_dirichlet(const DirichletValues& bc, const CsrPattern& p, std::span<d
 }
 
 void set_dirichlet(const DirichletValues& bc, std::span<double> x) {
+  check_dofs(bc, x.size(), "set_dirichlet");
   for (std::size_t k = 0; k < bc.dofs.size(); ++k) x[bc.dofs[k]] = bc.values[k];
 }
 
 void zero_dirichlet(const DirichletValues& bc, std::span<double> r) {
+  check_dofs(bc, r.size(), "zero_dirichlet");
   for (index_t dof : bc.dofs) r[dof] = 0.0;
 }
 

@@ -50,7 +50,8 @@ void call_python(const py::object& f, std::size_t count, int gdim, const double*
 }  // namespace
 
 assembly::BatchFunction batch_function(py::object f, int gdim, std::shared_ptr<CallbackError> error) {
-  auto held_f = std::make_shared<py::object>(std::move(f));
+  error->add_callback();
+  auto held_f = hold_python(std::move(f));
   return [held_f, gdim, error](std::size_t count, const double* x, double* values) {
     call_python(*held_f, count, gdim, x, values, 1, *error);
   };
@@ -67,17 +68,14 @@ assembly::Function point_function(py::object f, int gdim, std::shared_ptr<Callba
 
 assembly::VectorFunction vector_function(py::object f, int gdim, int components,
                                          std::shared_ptr<CallbackError> error) {
-  auto held_f = std::make_shared<py::object>(std::move(f));
+  error->add_callback();
+  auto held_f = hold_python(std::move(f));
   return [held_f, gdim, components, error](const double* x, double* value) {
     call_python(*held_f, 1, gdim, x, value, components, *error);
   };
 }
 
 namespace {
-
-// py::object copies touch reference counts: the std::function wrappers above hold the callable
-// through a shared_ptr, whose last release happens on the thread that drops the form, with the
-// GIL held (the forms die in the binding, after the kernel returned).
 
 using assembly::Assembler;
 using assembly::Coefficient;
@@ -112,15 +110,20 @@ bool is_all(py::handle where) { return py::isinstance<py::str>(where) && where.c
 Coefficient coefficient(const FunctionSpace& V, py::handle c, const char* what,
                         const std::shared_ptr<CallbackError>& error) {
   if (c.is_none()) return Coefficient(1.0);
-  if (py::isinstance<py::float_>(c) || py::isinstance<py::int_>(c)) return Coefficient(c.cast<double>());
+  const auto finite = [&](double v) {
+    FEM_EXPECTS(std::isfinite(v), "{}: {} is not a finite number", what, v);
+    return v;
+  };
+  if (py::isinstance<py::float_>(c) || py::isinstance<py::int_>(c))
+    return Coefficient(finite(c.cast<double>()));
   if (py::isinstance<py::dict>(c)) {
     std::map<int, double> values;
     std::optional<double> otherwise;
     for (auto [tag, value] : c.cast<py::dict>()) {
       if (is_all(tag))
-        otherwise = value.cast<double>();
+        otherwise = finite(value.cast<double>());
       else
-        values[resolve_tag(V.mesh(), tag, V.mesh().tdim(), what)] = value.cast<double>();
+        values[resolve_tag(V.mesh(), tag, V.mesh().tdim(), what)] = finite(value.cast<double>());
     }
     return Coefficient::per_tag(std::move(values), otherwise);
   }
@@ -129,6 +132,8 @@ Coefficient coefficient(const FunctionSpace& V, py::handle c, const char* what,
         point_function(py::reinterpret_borrow<py::object>(c), V.mesh().gdim(), error));
   auto a = DoubleArray::ensure(c);
   FEM_EXPECTS(a, "{}: a number, one value per cell, {{tag: value}} or a function of x", what);
+  for (py::ssize_t i = 0; i < a.size(); ++i)
+    FEM_EXPECTS(std::isfinite(a.data()[i]), "{}: value {} is {}", what, i, a.data()[i]);
   if (a.size() == 1) return Coefficient(a.data()[0]);
   FEM_EXPECTS(a.size() == V.mesh().num_cells(), "{}: {} values for {} cells", what, a.size(),
               V.mesh().num_cells());
@@ -138,41 +143,44 @@ Coefficient coefficient(const FunctionSpace& V, py::handle c, const char* what,
 /// The values of a matrix: into `out` (a writable float64 array of nnz entries) or a new matrix.
 template <class Form>
 py::object matrix(const Assembler& a, const Form& form, py::object out,
-                  const std::shared_ptr<CallbackError>& error) {
+                  const std::shared_ptr<CallbackError>& error, const char* what) {
   if (out.is_none()) {
     auto m = without_gil(error, [&] { return std::make_shared<const CsrMatrix>(a.matrix(form)); });
+    require_finite(m->values(), what);
     return py::cast(held(std::move(m)));
   }
-  auto values = out.cast<py::array_t<double, py::array::c_style>>();
-  FEM_EXPECTS(values.writeable(), "out: a read-only array");
-  FEM_EXPECTS(static_cast<std::size_t>(values.size()) == a.pattern()->nnz(),
-              "out: {} values, the pattern has {}", values.size(), a.pattern()->nnz());
-  std::span<double> v(values.mutable_data(), static_cast<std::size_t>(values.size()));
+  std::span<double> v = output_array(out, a.pattern()->nnz(), what);
   without_gil(error, [&] { a.matrix_into(form, v); });
+  require_finite(v, what);
   return out;
 }
 
 /// b (a new zero vector, or `out`, added to).
 template <class F>
 py::object vector(const Assembler& a, F&& assemble, py::object out,
-                  const std::shared_ptr<CallbackError>& error) {
+                  const std::shared_ptr<CallbackError>& error, const char* what) {
   const auto n = static_cast<std::size_t>(a.space().num_dofs());
   if (out.is_none()) {
     std::vector<double> b(n, 0.0);
     without_gil(error, [&] { assemble(std::span<double>(b)); });
+    require_finite(b, what);
     return to_numpy(std::move(b));
   }
-  auto b = out.cast<py::array_t<double, py::array::c_style>>();
-  FEM_EXPECTS(b.writeable(), "out: a read-only array");
-  FEM_EXPECTS(static_cast<std::size_t>(b.size()) == n, "out: {} values, the space has {} DOFs", b.size(), n);
-  std::span<double> v(b.mutable_data(), n);
+  std::span<double> v = output_array(out, n, what);
   without_gil(error, [&] { assemble(v); });
+  require_finite(v, what);
   return out;
 }
 
 struct DirichletBC {
   FunctionSpace V;
   assembly::DirichletValues values;
+  /// Conditions of another space would index out of range (or silently constrain wrong DOFs).
+  void check_size(std::size_t n, const char* what) const {
+    FEM_EXPECTS(n == static_cast<std::size_t>(V.num_dofs()),
+                "DirichletBC.{}: {} entries, but the conditions were made on the space {} of '{}' ({} DOFs)",
+                what, n, V.name(), V.mesh_key(), V.num_dofs());
+  }
 };
 
 }  // namespace
@@ -228,14 +236,15 @@ void bind_assembly(py::module_& m) {
           [](const Assembler& a, py::handle k, py::object out) {
             auto error = std::make_shared<CallbackError>();
             return matrix(a, assembly::Diffusion{coefficient(a.space(), k, "diffusion coefficient", error)},
-                          out, error);
+                          out, error, "diffusion matrix");
           },
           py::arg("k") = py::none(), py::arg("out") = py::none(), "∫ k ∇u·∇v")
       .def(
           "mass",
           [](const Assembler& a, py::handle rho, py::object out) {
             auto error = std::make_shared<CallbackError>();
-            return matrix(a, assembly::Mass{coefficient(a.space(), rho, "mass density", error)}, out, error);
+            return matrix(a, assembly::Mass{coefficient(a.space(), rho, "mass density", error)}, out, error,
+                          "mass matrix");
           },
           py::arg("rho") = py::none(), py::arg("out") = py::none(), "∫ rho u·v")
       .def(
@@ -249,7 +258,7 @@ void bind_assembly(py::module_& m) {
                 nu.is_none() ? Coefficient(0.3) : coefficient(a.space(), nu, "Poisson's ratio", error),
                 plane == "stress" ? assembly::Elasticity::Plane::stress
                                   : assembly::Elasticity::Plane::strain};
-            return matrix(a, form, out, error);
+            return matrix(a, form, out, error, "elasticity matrix");
           },
           py::arg("E") = py::none(), py::arg("nu") = py::none(), py::arg("plane") = "strain",
           py::arg("out") = py::none(),
@@ -269,7 +278,7 @@ void bind_assembly(py::module_& m) {
                 form.f = [value](const double*) { return value; };
               }
               return vector(
-                  a, [&](std::span<double> b) { a.vector_into(form, b); }, out, error);
+                  a, [&](std::span<double> b) { a.vector_into(form, b); }, out, error, "source vector");
             }
             assembly::VectorSource form;
             if (PyCallable_Check(f.ptr())) {
@@ -281,7 +290,7 @@ void bind_assembly(py::module_& m) {
               form.f = [value](const double*, double* out) { std::copy(value.begin(), value.end(), out); };
             }
             return vector(
-                a, [&](std::span<double> b) { a.vector_into(form, b); }, out, error);
+                a, [&](std::span<double> b) { a.vector_into(form, b); }, out, error, "source vector");
           },
           py::arg("f"), py::arg("out") = py::none(),
           "∫ f·v: f a number (components values) or a function of x (an (n, gdim) array -> n values, or "
@@ -310,7 +319,7 @@ void bind_assembly(py::module_& m) {
               form.g = [value](const double*, double* out) { std::copy(value.begin(), value.end(), out); };
             }
             return vector(
-                a, [&](std::span<double> b) { a.vector_into(form, b); }, out, error);
+                a, [&](std::span<double> b) { a.vector_into(form, b); }, out, error, "Neumann vector");
           },
           py::arg("where"), py::arg("g"), py::arg("out") = py::none(),
           "∫_Γ g·v over the facets tagged `where` (a tag, a name, a list of them, or 'all').")
@@ -347,6 +356,7 @@ void bind_assembly(py::module_& m) {
                list.push_back(std::move(d));
              }
              auto values = without_gil(error, [&] { return assembly::dirichlet_values(V, list); });
+             require_finite(values.values, "Dirichlet values");
              return DirichletBC{V, std::move(values)};
            }),
            py::arg("space"), py::arg("conditions"), py::arg("component") = -1,
@@ -360,6 +370,7 @@ void bind_assembly(py::module_& m) {
       .def(
           "apply",
           [](const DirichletBC& bc, const CsrMatrix& A, py::object b) {
+            bc.check_size(static_cast<std::size_t>(A.rows()), "apply");
             std::vector<double> values(A.values().begin(), A.values().end());
             std::vector<double> rhs(static_cast<std::size_t>(A.rows()), 0.0);
             if (!b.is_none()) {
@@ -379,6 +390,7 @@ void bind_assembly(py::module_& m) {
           "zero",
           [](const DirichletBC& bc, const DoubleArray& b) {
             auto v = span_of(b);
+            bc.check_size(v.size(), "zero");
             std::vector<double> out(v.begin(), v.end());
             assembly::zero_dirichlet(bc.values, out);
             return to_numpy(std::move(out));
@@ -388,6 +400,7 @@ void bind_assembly(py::module_& m) {
           "set",
           [](const DirichletBC& bc, const DoubleArray& x) {
             auto v = span_of(x);
+            bc.check_size(v.size(), "set");
             std::vector<double> out(v.begin(), v.end());
             assembly::set_dirichlet(bc.values, out);
             return to_numpy(std::move(out));
@@ -396,8 +409,10 @@ void bind_assembly(py::module_& m) {
 }
 
 // The Newton bindings need the conditions' values.
-const assembly::DirichletValues& dirichlet_values(py::handle bc) {
-  return bc.cast<const DirichletBC&>().values;
+const assembly::DirichletValues& dirichlet_values(py::handle bc, index_t num_dofs) {
+  const auto& conditions = bc.cast<const DirichletBC&>();
+  conditions.check_size(static_cast<std::size_t>(num_dofs), "(in newton_solve)");
+  return conditions.values;
 }
 
 }  // namespace fem::python

@@ -10,6 +10,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -65,8 +66,12 @@ inline std::span<const double> span_of(const DoubleArray& a) {
 
 /// The first Python exception raised by a callback that runs inside a kernel (on any thread);
 /// the kernel goes on with NaN, and the binding raises the exception once the kernel returns.
+/// It also records that a kernel calls Python at all: such a kernel runs on one thread, since
+/// its threads would only queue for the GIL (11x slower on two threads than on one).
 class CallbackError {
  public:
+  void add_callback() noexcept { callbacks_ = true; }
+  bool has_callbacks() const noexcept { return callbacks_; }
   void capture() {
     std::lock_guard lock(mutex_);
     if (!error_) error_ = std::current_exception();
@@ -84,7 +89,41 @@ class CallbackError {
  private:
   mutable std::mutex mutex_;
   std::exception_ptr error_;
+  bool callbacks_ = false;  // set with the GIL held, before the kernel starts
 };
+
+/// A Python object held by C++ functions that may be copied and dropped on any thread with the
+/// GIL released (a Newton problem, a form): the last owner takes the GIL to release it.
+inline std::shared_ptr<py::object> hold_python(py::object f) {
+  return std::shared_ptr<py::object>(new py::object(std::move(f)), [](py::object* o) {
+    py::gil_scoped_acquire gil;
+    delete o;
+  });
+}
+
+/// The kernel threads' count for the calling thread (OpenMP's per-thread nthreads-var), set to
+/// one while a kernel that calls Python runs.
+class SerialRegion {
+ public:
+  explicit SerialRegion(bool serial);
+  ~SerialRegion();
+  SerialRegion(const SerialRegion&) = delete;
+  SerialRegion& operator=(const SerialRegion&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+/// Throws NumericalError naming `what` and the first entry that is NaN or infinite.
+void require_finite(std::span<const double> values, const std::string& what);
+
+/// `out` as a span when it is a writable, C-contiguous float64 array of `size` values (anything
+/// else would be written through a temporary copy and lost): InvalidArgument otherwise.
+std::span<double> output_array(py::handle out, std::size_t size, const char* what);
+
+/// Integer indices checked to fit 32 bits, from an array of integers (floats refused rather than
+/// truncated, 2^33 refused rather than wrapped).
+std::vector<std::int32_t> checked_int32(py::handle a, const char* what);
 
 /// f(x) for `count` points x (count × gdim) in one Python call: f takes an array of shape
 /// (count, gdim) and returns count values (or one value for all). Takes the GIL itself.
@@ -103,12 +142,14 @@ auto without_gil(const std::shared_ptr<CallbackError>& error, F&& kernel) {
   try {
     if constexpr (std::is_void_v<decltype(kernel())>) {
       {
+        SerialRegion serial(error && error->has_callbacks());
         py::gil_scoped_release release;
         kernel();
       }
       if (error) error->rethrow();
     } else {
       auto result = [&] {
+        SerialRegion serial(error && error->has_callbacks());
         py::gil_scoped_release release;
         return kernel();
       }();
@@ -136,7 +177,8 @@ std::shared_ptr<T> held(std::shared_ptr<const T> p) {
 /// The value of a store entry as a Python object (a read-only array view, fem.CsrMatrix, ...).
 py::object stored_value(const Store& store, const std::string& key);
 /// The constrained DOFs and values of a fem.DirichletBC.
-const assembly::DirichletValues& dirichlet_values(py::handle bc);
+/// The constrained DOFs and values of a fem.DirichletBC, checked to be of a space of num_dofs.
+const assembly::DirichletValues& dirichlet_values(py::handle bc, index_t num_dofs);
 
 void bind_store(py::module_& m);
 void bind_mesh(py::module_& m);

@@ -12,12 +12,8 @@
 namespace fem::python {
 namespace {
 
-template <class T>
-std::vector<T> vector_of(py::handle a) {
-  if (a.is_none()) return {};
-  auto c = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
-  FEM_EXPECTS(c, "not a numeric array");
-  return std::vector<T>(c.data(), c.data() + c.size());
+std::vector<std::int32_t> optional_int32(py::handle a, const char* what) {
+  return a.is_none() ? std::vector<std::int32_t>{} : checked_int32(a, what);
 }
 
 std::shared_ptr<Mesh> publish(std::shared_ptr<const Mesh> mesh, const std::string& key) {
@@ -46,10 +42,10 @@ void bind_mesh(py::module_& m) {
              d.cell_type = *type;
              d.gdim = static_cast<int>(coords.shape(1));
              d.coords.assign(coords.data(), coords.data() + coords.size());
-             d.cells = vector_of<index_t>(cells);
-             d.cell_tags = vector_of<int>(cell_tags);
-             d.facets = vector_of<index_t>(facets);
-             d.facet_tags = vector_of<int>(facet_tags);
+             d.cells = checked_int32(cells, "cells");
+             d.cell_tags = optional_int32(cell_tags, "cell_tags");
+             d.facets = optional_int32(facets, "facets");
+             d.facet_tags = optional_int32(facet_tags, "facet_tags");
              for (const auto& [name, dim_tag] : names)
                d.names.push_back({dim_tag.first, dim_tag.second, name});
              d.source = source;
@@ -117,6 +113,7 @@ void bind_mesh(py::module_& m) {
   m.def(
       "read_mesh",
       [](const std::string& path, std::optional<std::string> key) {
+        Store::validate_key(key.value_or(path));  // before the work
         auto mesh = without_gil([&] { return std::make_shared<const Mesh>(mesh::read(path)); });
         return publish(std::move(mesh), key.value_or(path));
       },
@@ -125,6 +122,7 @@ void bind_mesh(py::module_& m) {
   m.def(
       "generate_mesh",
       [](const std::string& spec, std::optional<std::string> key) {
+        Store::validate_key(key.value_or(spec));  // before the work
         auto mesh = without_gil([&] { return std::make_shared<const Mesh>(mesh::generate(spec)); });
         return publish(std::move(mesh), key.value_or(spec));
       },

@@ -45,7 +45,8 @@ void bind_newton(py::module_& m) {
         auto error = std::make_shared<CallbackError>();
         const auto& V = assembler->space();
         assembly::NonlinearForm nf = form(problem, parameter, source, V.mesh().gdim(), error);
-        assembly::DirichletValues values = bc.is_none() ? assembly::DirichletValues{} : dirichlet_values(bc);
+        assembly::DirichletValues values =
+            bc.is_none() ? assembly::DirichletValues{} : dirichlet_values(bc, V.num_dofs());
         std::vector<double> u(static_cast<std::size_t>(V.num_dofs()), 0.0);
         if (!u0.is_none()) {
           auto given = span_of(u0.cast<DoubleArray>());
@@ -54,6 +55,11 @@ void bind_newton(py::module_& m) {
           std::copy(given.begin(), given.end(), u.begin());
         }
         assembly::set_dirichlet(values, u);
+        FEM_EXPECTS(max_iterations >= 1, "newton_solve: max_iterations {} must be at least 1",
+                    max_iterations);
+        FEM_EXPECTS(atol >= 0 && rtol >= 0, "newton_solve: atol {} and rtol {} must be non-negative numbers",
+                    atol, rtol);
+        FEM_EXPECTS(lag >= 1, "newton_solve: lag {} must be at least 1 (1: full Newton)", lag);
         FEM_EXPECTS(line_search == "none" || line_search == "backtracking",
                     "newton_solve: line_search 'none' or 'backtracking', not '{}'", line_search);
         newton::Options o;

@@ -4,6 +4,8 @@
 
 #include <pybind11/stl.h>
 
+#include <functional>
+#include <mutex>
 #include <optional>
 
 #include "common.hpp"
@@ -31,6 +33,10 @@ solve::Options options(const std::string& backend, const std::string& ordering, 
   solve::Options o;
   o.backend = parse_enum(backend, {B::automatic, B::cholmod, B::umfpack, B::klu, B::ldlt, B::lu}, "backend");
   o.ordering = parse_enum(ordering, {O::automatic, O::amd, O::colamd, O::metis, O::natural}, "ordering");
+  FEM_EXPECTS(refinement_steps >= 0 && refinement_steps <= 100, "refinement_steps {}: 0 to 100",
+              refinement_steps);
+  FEM_EXPECTS(max_relative_residual > 0, "max_relative_residual {}: a positive number (inf: no check)",
+              max_relative_residual);
   o.refinement_steps = refinement_steps;
   o.max_relative_residual = max_relative_residual;
   return o;
@@ -100,6 +106,11 @@ py::array_t<double> store_solve(const std::string& key, const DoubleArray& b, co
                      : solve::solve_block(store, key, r.values, r.k, o);
   });
   return solution(std::move(x), r);
+}
+
+std::mutex& factorize_mutex(const std::string& key) {
+  static std::mutex stripes[64];
+  return stripes[std::hash<std::string>{}(key) % 64];
 }
 
 }  // namespace
@@ -179,6 +190,9 @@ and release the GIL.)")
         auto matrix = std::make_shared<const CsrMatrix>(
             pattern, std::vector<double>(values.data(), values.data() + values.size()));
         return held(without_gil([&] {
+          // Another thread publishing under the same key between the put and the factorization
+          // would hand this caller its matrix's factorization: the two steps are one per key.
+          std::lock_guard lock(factorize_mutex(k));
           Store& store = fem::store();
           // The factorization of the previous values, recycled in place when nothing else holds it.
           auto retired = store.find<Factorization>(solve::factor_key(k, o));
@@ -191,7 +205,8 @@ and release the GIL.)")
       R"(The factorization of the matrix (pattern, values), made through the store: the values are published under
 `key` (by default one key per pattern) and factorized there, so the pattern's symbolic analysis is reused and only
 the numeric factorization is new. The previous values' factorization under that key is refactorized in place
-(no allocation) when no handle holds it any more.)");
+(no allocation) when no handle holds it any more. The key holds the values given even when their factorization
+fails (NumericalError): it is fem.factorize's own.)");
   m.def(
       "factor_key",
       [](const std::string& key, const std::string& backend, const std::string& ordering) {

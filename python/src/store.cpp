@@ -44,24 +44,17 @@ index_t checked_index(py::ssize_t n, const char* what) {
   return static_cast<index_t>(n);
 }
 
-std::vector<index_t> index_vector(py::handle a, const char* what) {
-  auto arr = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(a);
-  FEM_EXPECTS(arr, "{}: not an integer array", what);
-  std::vector<index_t> out(static_cast<std::size_t>(arr.size()));
-  for (py::ssize_t i = 0; i < arr.size(); ++i)
-    out[static_cast<std::size_t>(i)] = checked_index(arr.data()[i], what);
-  return out;
-}
-
 /// A copy of a SciPy sparse matrix as a CsrMatrix (duplicates summed, columns sorted).
 std::shared_ptr<const CsrMatrix> from_scipy(py::handle m) {
+  FEM_EXPECTS(std::string(py::str(m.attr("dtype").attr("kind"))) != "c",
+              "complex matrices cannot be stored (the kernels are real)");
   py::object csr = m.attr("tocsr")(py::arg("copy") = true);
   csr.attr("sum_duplicates")();
   csr.attr("sort_indices")();
   auto shape = csr.attr("shape").cast<std::pair<py::ssize_t, py::ssize_t>>();
   auto pattern = std::make_shared<const CsrPattern>(
       checked_index(shape.first, "rows"), checked_index(shape.second, "columns"),
-      index_vector(csr.attr("indptr"), "indptr"), index_vector(csr.attr("indices"), "indices"));
+      checked_int32(csr.attr("indptr"), "indptr"), checked_int32(csr.attr("indices"), "indices"));
   DoubleArray data = DoubleArray::ensure(csr.attr("data"));
   FEM_EXPECTS(data, "the sparse matrix's data are not numbers");
   std::vector<double> values(data.data(), data.data() + data.size());
@@ -74,7 +67,9 @@ bool is_scipy_sparse(py::handle v) {
 
 template <class T>
 Version put_array(Store& store, const std::string& key, py::array a) {
-  auto c = py::array_t<T, py::array::c_style | py::array::forcecast>::ensure(a);
+  // The converting constructor raises what numpy raised (a MemoryError making a contiguous copy);
+  // ensure() would swallow it.
+  py::array_t<T, py::array::c_style | py::array::forcecast> c(a);
   std::vector<std::int64_t> shape(c.shape(), c.shape() + c.ndim());
   std::vector<T> values(c.data(), c.data() + c.size());
   return store.put(key, Array<T>(std::move(shape), std::move(values)));
@@ -93,6 +88,12 @@ Version put_value(Store& store, const std::string& key, py::handle value) {
       key, std::string(py::str(py::type::of(value).attr("__name__"))));
   const char kind = a.dtype().kind();
   if (kind == 'f' || kind == 'b') return put_array<double>(store, key, a);
+  if (kind == 'u' && a.dtype().itemsize() == 8) {
+    py::array_t<std::uint64_t, py::array::c_style | py::array::forcecast> u(a);
+    for (py::ssize_t i = 0; i < u.size(); ++i)
+      FEM_EXPECTS(u.data()[i] <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+                  "store key '{}': entry {} is {}, beyond int64", key, i, u.data()[i]);
+  }
   if (kind == 'i' || kind == 'u') {
     if (a.dtype().itemsize() <= 4 && !(kind == 'u' && a.dtype().itemsize() == 4))
       return put_array<std::int32_t>(store, key, a);
@@ -124,8 +125,8 @@ void bind_store(py::module_& m) {
       m, "CsrPattern", "An immutable CSR structure, shared by every matrix of it.")
       .def(py::init([](py::ssize_t rows, py::ssize_t cols, py::handle indptr, py::handle indices) {
              return std::make_shared<CsrPattern>(checked_index(rows, "rows"), checked_index(cols, "columns"),
-                                                 index_vector(indptr, "indptr"),
-                                                 index_vector(indices, "indices"));
+                                                 checked_int32(indptr, "indptr"),
+                                                 checked_int32(indices, "indices"));
            }),
            py::arg("rows"), py::arg("cols"), py::arg("indptr"), py::arg("indices"))
       .def_property_readonly("shape", [](const CsrPattern& p) { return py::make_tuple(p.rows(), p.cols()); })
@@ -231,7 +232,12 @@ void bind_store(py::module_& m) {
              return to_numpy(std::move(y));
            })
       .def("__getitem__",
-           [](const CsrMatrix& a, std::pair<index_t, index_t> ij) { return a(ij.first, ij.second); })
+           [](const CsrMatrix& a, std::pair<std::int64_t, std::int64_t> ij) {
+             if (ij.first < 0 || ij.first >= a.rows() || ij.second < 0 || ij.second >= a.cols())
+               throw py::index_error(fmt::format("({}, {}) is outside the {}x{} matrix", ij.first, ij.second,
+                                                 a.rows(), a.cols()));
+             return a(static_cast<index_t>(ij.first), static_cast<index_t>(ij.second));
+           })
       .def("norm_inf", &CsrMatrix::norm_inf)
       .def_property_readonly("bytes", &CsrMatrix::bytes)
       .def("__repr__", [](const CsrMatrix& a) {

@@ -286,3 +286,112 @@ def test_outer_values_on_the_pattern():
     assert np.allclose(p.outer_values(u[:, 0], v[:, 0]), u[rows, 0] * v[p.indices, 0], rtol=1e-14)
     with pytest.raises(fem.InvalidArgument):
         p.outer_values(u, v[:, :2])
+
+
+# --- hostile input (each of these crashed, raced or answered silently wrong once) -------------
+
+def test_conditions_of_another_space_are_refused():
+    V, A, b = poisson(4)
+    bc2 = fem.DirichletBC(fem.FunctionSpace("mesh/4", 2), {"all": 1.0})
+    for call in (lambda: bc2.apply(A), lambda: bc2.zero(b), lambda: bc2.set(b),
+                 lambda: fem.newton_solve(fem.Assembler(V), "bratu", bc=bc2)):
+        with pytest.raises(fem.InvalidArgument, match="P2"):
+            call()
+
+
+def test_factorize_from_threads_returns_each_its_own_matrix():
+    V, A, b = poisson(8)
+    p, data = A.pattern, np.asarray(A.data)
+    ref = fem.factorize(p, data, key="ref").solve(b)
+    wrong = []
+
+    def work(s):
+        for _ in range(150):
+            x = fem.factorize(p, s * data).solve(b)  # the same default key for all threads
+            if not np.allclose(s * x, ref, rtol=1e-10):
+                wrong.append(s)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in (1.0, 3.0, 7.0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong
+
+
+def test_out_arrays_must_be_written_in_place():
+    fem.generate_mesh("gen:square-tri3:4", "m")
+    a = fem.Assembler(fem.FunctionSpace("m", 1))
+    nnz, n = a.pattern.nnz, a.space.num_dofs
+    for bad in (np.zeros(nnz, np.float32), np.zeros(2 * nnz)[::2], [0.0] * nnz, np.zeros(nnz + 1)):
+        with pytest.raises(fem.InvalidArgument):
+            a.diffusion(1.0, out=bad)
+    ro = np.zeros(nnz)
+    ro.flags.writeable = False
+    with pytest.raises(fem.InvalidArgument, match="read-only"):
+        a.diffusion(1.0, out=ro)
+    with pytest.raises(fem.InvalidArgument):
+        a.source(1.0, out=np.zeros(n, np.float32))
+    out = np.zeros(nnz)
+    assert a.diffusion(1.0, out=out) is out and np.allclose(out, a.diffusion(1.0).data)
+    b = np.ones(n)
+    a.source(1.0, out=b)
+    assert np.allclose(b, 1 + a.source(1.0))
+
+
+def test_non_finite_values_are_errors_not_results():
+    fem.generate_mesh("gen:square-tri3:4", "m")
+    V = fem.FunctionSpace("m", 1)
+    a = fem.Assembler(V)
+    with pytest.raises(fem.NumericalError):
+        a.diffusion(lambda x: None)  # NaN at every point
+    with pytest.raises(fem.NumericalError):
+        a.source(lambda x: np.full(len(x), np.inf))
+    k = np.ones(V.mesh.num_cells)
+    k[2] = np.nan
+    with pytest.raises(fem.InvalidArgument, match="value 2"):
+        a.diffusion(k)
+    with pytest.raises(fem.InvalidArgument):
+        a.mass(float("nan"))
+    with pytest.raises(fem.NumericalError):
+        fem.DirichletBC(V, {"all": float("nan")})
+    with pytest.raises(fem.InvalidArgument):
+        fem.solve("anything", np.ones(3), refinement_steps=-1)
+    with pytest.raises(fem.InvalidArgument):
+        fem.solve("anything", np.ones(3), max_relative_residual=float("nan"))
+
+
+def test_indices_are_neither_wrapped_nor_truncated():
+    coords = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    with pytest.raises(fem.InvalidArgument, match="32"):
+        fem.Mesh("tri3", coords, np.array([[0, 1, 2**33 + 2]]))
+    with pytest.raises(fem.InvalidArgument, match="integers"):
+        fem.Mesh("tri3", coords, np.array([[0.0, 1.0, 2.7]]))
+    with pytest.raises(fem.InvalidArgument):
+        fem.store.put("u", np.array([2**64 - 1], dtype=np.uint64))
+    with pytest.raises(fem.InvalidArgument, match="complex"):
+        fem.store.put("c", sp.eye(3, dtype=complex, format="csr"))
+    fem.store.put("A", sp.eye(3, format="csr"))
+    with pytest.raises(IndexError):
+        fem.store["A"][-1, 0]
+    assert fem.store["A"][2, 2] == 1.0
+
+
+def test_a_copy_too_large_is_a_memory_error_not_a_crash():
+    with pytest.raises(MemoryError):
+        fem.store.put("huge", np.broadcast_to(np.ones(1), (10**12,)))
+    assert "huge" not in fem.store
+
+
+def test_python_callables_run_on_one_thread():
+    fem.generate_mesh("gen:square-tri3:64", "m64")
+    a = fem.Assembler(fem.FunctionSpace("m64", 1))
+    threads = set()
+
+    def k(x):
+        threads.add(threading.get_ident())
+        return np.ones(len(x))
+
+    A = a.diffusion(k)
+    assert len(threads) == 1  # a kernel that calls Python runs serially: its threads would queue for the GIL
+    assert np.allclose(A.data, a.diffusion(1.0).data)
