@@ -24,14 +24,19 @@ __all__ = ["SparseSolve", "sparse_solve", "assemble", "dirichlet"]
 
 
 def _numpy(t):
-    return t.detach().cpu().contiguous().numpy()
+    return t.detach().contiguous().numpy()
+
+
+def _check(what, *tensors):
+    for t in tensors:
+        if t.dtype != torch.float64 or t.device.type != "cpu":
+            raise fem.InvalidArgument(f"{what}: float64 CPU tensors wanted, not {t.dtype} on {t.device}")
 
 
 class SparseSolve(torch.autograd.Function):
     @staticmethod
     def forward(ctx, values, b, pattern, key, backend):
-        if values.dtype != torch.float64 or b.dtype != torch.float64:
-            raise fem.InvalidArgument("sparse_solve: values and b must be float64 tensors")
+        _check("sparse_solve", values, b)
         F = fem.factorize(pattern, _numpy(values), key=key, backend=backend)
         x = torch.from_numpy(F.solve(_numpy(b)))
         ctx.factorization = F  # the very object the backward pass solves with
@@ -66,6 +71,7 @@ def sparse_solve(values, b, pattern, key=None, backend="auto"):
 class _Assemble(torch.autograd.Function):
     @staticmethod
     def forward(ctx, coefficient, assembler, form):
+        _check("assemble", coefficient)
         ctx.assembler, ctx.form = assembler, form
         values = np.empty(assembler.pattern.nnz)
         if isinstance(form, fem.Diffusion):

@@ -132,3 +132,12 @@ def test_gradient_through_assembly_and_dirichlet():
     values, b = ft.dirichlet(ft.assemble(a, fem.Diffusion(), k), f, a.pattern, bc)
     assert np.allclose(values.detach().numpy(), A.data, rtol=1e-14, atol=1e-14)
     assert np.allclose(b.detach().numpy(), rhs, rtol=1e-14, atol=1e-14)
+
+
+def test_only_float64_cpu_tensors():
+    _, _, A = laplacian(3)
+    v = torch.tensor(np.asarray(A.data))
+    with pytest.raises(fem.InvalidArgument, match="float64"):
+        ft.sparse_solve(v.float(), torch.ones(A.shape[0]), A.pattern)
+    with pytest.raises(fem.InvalidArgument, match="float64"):
+        ft.assemble(fem.Assembler(fem.FunctionSpace("m3", 1)), fem.Diffusion(), torch.ones(18, dtype=torch.float32))
