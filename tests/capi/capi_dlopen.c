@@ -4,7 +4,8 @@
  *   -Δu = 2π² sin(πx) sin(πy) on the unit square, u = 0 on the boundary
  * mesh → matrix → factorization → 10 solves, by store keys only. Checks: the counters show one
  * pattern build, one symbolic analysis and one numeric factorization; the solution equals the
- * `fem poisson` driver's on the same mesh (its --json min/max and DOF count); it approximates
+ * `fem poisson` driver's on the same mesh (every nodal value, read from the driver's VTU, and its
+ * --json min/max and DOF count); it approximates
  * u = sin(πx) sin(πy) at the nodes to O(h²) (the error falls by about 4 from n = 16 to 32).
  *
  *   capi_dlopen <driver json file>
@@ -168,6 +169,39 @@ static char* read_file(const char* path) {
   return text;
 }
 
+/* The Float64 point data `u` of a VTU written with raw appended data (the driver's format: a
+ * UInt64 byte count, then the values) into a malloc'ed array; NULL when it is not there. */
+static double* vtu_u(const char* path, int64_t* count) {
+  FILE* f = fopen(path, "rb");
+  char *bytes, *appended, *array, *offset;
+  long size;
+  uint64_t nbytes;
+  double* values;
+  if (f == NULL) return NULL;
+  fseek(f, 0, SEEK_END);
+  size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  bytes = malloc((size_t)size + 1);
+  if (fread(bytes, 1, (size_t)size, f) != (size_t)size) size = 0;
+  bytes[size] = '\0';
+  fclose(f);
+  /* The XML head is text up to the appended data's '_' marker. */
+  appended = strstr(bytes, "<AppendedData encoding=\"raw\">");
+  array = strstr(bytes, "Name=\"u\"");
+  offset = array ? strstr(array, "offset=\"") : NULL;
+  if (appended == NULL || offset == NULL || offset > appended || strchr(appended, '_') == NULL) {
+    free(bytes);
+    return NULL;
+  }
+  appended = strchr(appended, '_') + 1 + strtol(offset + 8, NULL, 10);
+  memcpy(&nbytes, appended, sizeof nbytes);
+  *count = (int64_t)(nbytes / sizeof(double));
+  values = malloc(nbytes > 0 ? nbytes : 1);
+  memcpy(values, appended + sizeof nbytes, nbytes);
+  free(bytes);
+  return values;
+}
+
 /* Assemble, constrain, factorize and solve -Δu = f, u = 0 on the mesh gen:square-tri3:n under
  * `prefix`/...; `solves` solves by keys. Returns the max nodal error against the exact solution. */
 static double poisson(int n, const char* prefix, int solves, int64_t* dofs) {
@@ -220,7 +254,7 @@ int main(int argc, char** argv) {
   void *mesh_library, *assembly_library, *solve_library;
   void *last_error_via_assembly, *last_error_via_solve;
   const char* json_path;
-  char command[4096];
+  char command[12288], vtu_path[4096];
   char* json;
   double e16, e32, lo, hi, driver_lo, driver_hi, driver_dofs, h;
   int64_t dofs16, dofs32;
@@ -288,11 +322,13 @@ int main(int argc, char** argv) {
          (long long)info.num_cells, info.cell_type);
 
   /* The driver on the same problem. */
+  snprintf(vtu_path, sizeof vtu_path, "%s.vtu", json_path);
   snprintf(command, sizeof command,
            "'%s' poisson gen:square-tri3:32 --source '2*pi^2*sin(pi*x)*sin(pi*y)' --dirichlet all=0 --quiet "
-           "--json '%s'",
-           FEM_EXECUTABLE, json_path);
+           "--json '%s' --output '%s'",
+           FEM_EXECUTABLE, json_path, vtu_path);
   remove(json_path);
+  remove(vtu_path);
   if (system(command) != 0) {
     fprintf(stderr, "the driver failed: %s\n", command);
     return 1;
@@ -321,6 +357,25 @@ int main(int argc, char** argv) {
          driver_hi);
   if (driver_dofs != (double)dofs32) FAIL("%lld DOFs, the driver had %g", (long long)dofs32, driver_dofs);
   free(json);
+  {
+    /* Every nodal value: P1 on a generated mesh numbers its DOFs as the mesh's nodes. */
+    int64_t count = 0, i;
+    double worst = 0;
+    double* driver_u = vtu_u(vtu_path, &count);
+    fem_view u;
+    if (driver_u == NULL) FAIL("no point data u in the driver's %s", vtu_path);
+    OK(p_fem_view_get("c32/u", &u));
+    if (driver_u != NULL && count != u.size) FAIL("the driver's u has %lld values, ours %lld", (long long)count,
+                                                  (long long)u.size);
+    for (i = 0; driver_u != NULL && i < count && i < u.size; ++i) {
+      const double d = fabs(driver_u[i] - ((const double*)u.data)[i]);
+      if (!(d <= worst)) worst = d; /* NaN wins */
+    }
+    printf("C ABI against the driver, every node: max difference %.3e\n", worst);
+    if (!(worst <= 1e-12 * fabs(driver_hi))) FAIL("the solution differs from the driver's by %.3e", worst);
+    p_fem_view_release(&u);
+    free(driver_u);
+  }
 
   /* The discretization error: O(h²) at the nodes, and it converges at that rate. */
   e16 = poisson(16, "c16", 1, &dofs16);
