@@ -365,8 +365,8 @@ int main(int argc, char** argv) {
     fem_view u;
     if (driver_u == NULL) FAIL("no point data u in the driver's %s", vtu_path);
     OK(p_fem_view_get("c32/u", &u));
-    if (driver_u != NULL && count != u.size) FAIL("the driver's u has %lld values, ours %lld", (long long)count,
-                                                  (long long)u.size);
+    if (driver_u != NULL && count != u.size)
+      FAIL("the driver's u has %lld values, ours %lld", (long long)count, (long long)u.size);
     for (i = 0; driver_u != NULL && i < count && i < u.size; ++i) {
       const double d = fabs(driver_u[i] - ((const double*)u.data)[i]);
       if (!(d <= worst)) worst = d; /* NaN wins */
