@@ -6,6 +6,7 @@ import re
 import struct
 import subprocess
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -249,14 +250,22 @@ def test_gil_released_during_a_factorization():
     a = fem.Assembler(V)
     A, b = fem.DirichletBC(V, {"all": 0.0}).apply(a.matrix(fem.Diffusion()), a.vector(fem.Source(1.0)))
     fem.store.put("big/A", A)
-    done = threading.Event()
-    t = threading.Thread(target=lambda: (fem.factorization("big/A"), done.set()))
-    ticks = 0
+    entering, done = threading.Event(), threading.Event()
+
+    def work():
+        entering.set()
+        fem.factorization("big/A")  # about 0.1 s of C++
+        done.set()
+
+    t = threading.Thread(target=work)
     t.start()
-    while not done.is_set():
+    entering.wait()
+    time.sleep(0.01)  # the worker is inside the kernel by now
+    ticks = 0
+    while not done.is_set():  # with the GIL held by the kernel this loop could not run before done
         ticks += 1
     t.join()
-    assert ticks > 1000  # this thread ran Python while the other one factorized
+    assert ticks > 1000
 
 
 def test_concurrent_solves_with_one_handle_agree():
