@@ -29,7 +29,7 @@ constexpr double chain_zeros = 0.05;
 
 using Structure = SupernodalSolve::Structure;
 
-// Grown as needed, kept for the thread's next solve.
+// Grown as needed, kept with the workspace for the next solve.
 double* grow(std::vector<double>& v, std::size_t n) {
   if (v.size() < n) v.resize(n);
   return v.data();
@@ -732,17 +732,20 @@ void SupernodalSolve::give_back(std::unique_ptr<Workspace> w) const {
 }
 
 template <int W>
-void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, int threads) const {
+void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, int threads,
+                                  Workspace& workspace) const {
   auto node = [this](const double* packed, int k) {
     const NodeInfo& i = nodes_[static_cast<std::size_t>(k)];
     return Node{
         i.first_col, i.cols, i.rows, packed + i.offset, below_.data() + i.below, trapezoid(i.cols, i.rows)};
   };
-  thread_local std::vector<double> u_storage;
-  const std::size_t u_size = static_cast<std::size_t>(max_rows_) * W;
+  // Thread t of the team uses the t-th slice (a whole number of cache lines); the calling thread
+  // the first.
+  const std::size_t u_size = (static_cast<std::size_t>(max_rows_) * W + 7) / 8 * 8;
+  double* const u_all = grow(workspace.u, u_size * static_cast<std::size_t>(std::max(threads, 1)));
   const index_t n = factor_.n;
   if (parts_.empty()) {
-    double* u = grow(u_storage, u_size);
+    double* u = u_all;
     Prefetch pf;
     for (int k : top_) {
       const Node nd = node(x, k);
@@ -761,8 +764,8 @@ void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, i
   std::fill(buffers, buffers + ntop * static_cast<std::size_t>(nparts), 0.0);
   // Subtrees to threads: the heaviest first, each to the least loaded thread (the result does
   // not depend on it).
-  thread_local std::vector<int> owner;
-  thread_local std::vector<std::int64_t> load;
+  std::vector<int>& owner = workspace.owner;
+  std::vector<std::int64_t>& load = workspace.load;
   owner.assign(static_cast<std::size_t>(nparts), 0);
   if (threads > 1) {
     load.assign(static_cast<std::size_t>(threads), 0);
@@ -776,7 +779,7 @@ void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, i
   // Thread t of a team of `team` runs the subtrees dealt to t, t + team, ...: OpenMP may give a
   // smaller team than asked (OMP_DYNAMIC, OMP_THREAD_LIMIT, nested regions).
   auto subtrees = [&](int t, int team, bool forward_sweep) {
-    double* u = grow(u_storage, u_size);
+    double* u = u_all + u_size * static_cast<std::size_t>(t);
     for (int p = 0; p < nparts; ++p) {
       if (owners[p] % team != t) continue;
       const Part& q = parts_[static_cast<std::size_t>(p)];
@@ -812,7 +815,7 @@ void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, i
       for (int r = 0; r < W; ++r) dst[r] += src[r];
     }
   }
-  double* u = grow(u_storage, u_size);
+  double* u = u_all;
   Prefetch pf;
   for (int k : top_) {
     const Node nd = node(x, k);
@@ -898,16 +901,16 @@ void SupernodalSolve::solve(const double* x, const double* B, double* X, index_t
     }
     switch (w) {
       case 16:
-        solve_chunk<16>(x, y, buffers, threads);
+        solve_chunk<16>(x, y, buffers, threads, *workspace);
         break;
       case 8:
-        solve_chunk<8>(x, y, buffers, threads);
+        solve_chunk<8>(x, y, buffers, threads, *workspace);
         break;
       case 4:
-        solve_chunk<4>(x, y, buffers, threads);
+        solve_chunk<4>(x, y, buffers, threads, *workspace);
         break;
       default:
-        solve_chunk<1>(x, y, buffers, threads);
+        solve_chunk<1>(x, y, buffers, threads, *workspace);
         break;
     }
     double* x0 = X + static_cast<std::size_t>(c0) * n;

@@ -81,15 +81,18 @@ class SupernodalSolve {
     index_t column_end;  // its columns end here; rows at or beyond belong to the top
     std::int64_t work;   // entries
   };
-  template <int W>
-  void solve_chunk(const double* x, double* y, double* buffers, int threads) const;
-
-  // The chunk (n × 16 doubles at most) and the subtrees' buffers of one solve, lent from a pool
-  // kept with the plan: concurrent solves each get their own, and they are freed with the plan
-  // (a thread-local one would outlive the factorization and hold 134 MB per thread at 1M DOFs).
+  // Everything a solve writes besides X (the chunk, n × 16 doubles at most; the subtrees'
+  // buffers; each thread's update rows), lent from a pool kept with the plan: concurrent solves
+  // each get their own, and they are freed with the plan. A thread-local one would outlive the
+  // factorization (134 MB per thread at 1M DOFs), on OpenMP threads that never exit.
   struct Workspace {
     std::vector<double> y, buffers;
+    std::vector<double> u;  // threads × (max_rows_ × W, rounded to cache lines)
+    std::vector<int> owner;
+    std::vector<std::int64_t> load;
   };
+  template <int W>
+  void solve_chunk(const double* x, double* y, double* buffers, int threads, Workspace& workspace) const;
   std::unique_ptr<Workspace> borrow() const;
   void give_back(std::unique_ptr<Workspace> w) const;
   mutable std::mutex pool_mutex_;
