@@ -74,7 +74,7 @@ void run_nonlinear(const NonlinearOptions& o) {
     if (o.problem == "bratu") return assembly::bratu(lambda);
     const assembly::Function f =
         source ? source->function() : assembly::Function([](const double*) { return 0.0; });
-    return assembly::quasilinear([](double v) { return 1.0 + v * v; }, [](double v) { return 2.0 * v; }, f);
+    return assembly::nonlinear_poisson(f);
   };
   auto problem_at = [&](double lambda) {
     newton::Problem p = newton::assembled_problem(assembler, form_at(lambda), bc, "nonlinear", store);

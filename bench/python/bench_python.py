@@ -8,6 +8,8 @@
    symbolic analysis cached and Aᵀ's previous factorization refactorized in place: the most
    favourable baseline) or analysed afresh (what ADCME and torch_sparse_solve do). Everything
    else (the forward pass, the gradient on the pattern) is the same code.
+3. The forward pass's factorization with the previous factors released, so that fem.factorize
+   refactorizes them in place, against the same with the previous factors still held.
 
     PYTHONPATH=build/python taskset -c 1 /usr/bin/python3 bench/python/bench_python.py \
         --cpp build/bench/python/bench_python_baseline
@@ -142,5 +144,28 @@ for n in (int(s) for s in args.sizes.split(",")):
     total_f = statistics.median(t[0] + t[1] for t in f)
     print(f"   {A.shape[0]:9d} {fwd:7.3f} {bwd:7.3f} | {bwd_r:21.3f} {bwd_f:20.3f} |"
           f" {total_r / (fwd + bwd):6.2f}x {total_f / (fwd + bwd):6.2f}x")
+
+# --- 3. refactorizing in place -----------------------------------------------------------------
+print("\n3. fem.factorize of new values on one pattern, the previous factors released (refactorized in place)"
+      "\n   or still held (new factors: fresh pages); medians in seconds")
+print(f"   {'unknowns':>9s} {'released':>9s} {'held':>9s}")
+for n in (int(s) for s in args.sizes.split(",")):
+    fem.store.clear()
+    A, b = poisson(n, "big")
+    reps = args.repetitions if A.shape[0] < 500_000 else 3
+    values = np.asarray(A.data)
+    fem.factorize(A.pattern, values)  # the analysis
+    times = {"released": [], "held": []}
+    for mode in times:
+        F = fem.factorize(A.pattern, values)
+        for r in range(reps):
+            held = F if mode == "held" else None
+            F = None
+            t = time.perf_counter()
+            F = fem.factorize(A.pattern, values * (2 + r))
+            times[mode].append(time.perf_counter() - t)
+            del held
+    print(f"   {A.shape[0]:9d} {statistics.median(times['released']):9.3f} {statistics.median(times['held']):9.3f}")
+
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(f"   peak resident memory of the process: {peak:.0f} MB")

@@ -139,6 +139,10 @@ NonlinearForm quasilinear(std::function<double(double)> k, std::function<double(
   return form;
 }
 
+NonlinearForm nonlinear_poisson(Function f) {
+  return quasilinear([](double v) { return 1.0 + v * v; }, [](double v) { return 2.0 * v; }, std::move(f));
+}
+
 NonlinearForm bratu(double lambda) {
   NonlinearForm form;
   form.flux = [](const double*, double, const double* g, int dim, double* a, double* da_du, double* da_dg) {

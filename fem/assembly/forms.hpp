@@ -136,6 +136,9 @@ struct NonlinearForm {
 
 /// -div(k(u) ∇u) = f with k and dk/du given.
 NonlinearForm quasilinear(std::function<double(double)> k, std::function<double(double)> dk_du, Function f);
+/// The nonlinear Poisson problem of the drivers and the C and Python interfaces:
+/// -div((1 + u²)∇u) = f, quasilinear() with k = 1 + u².
+NonlinearForm nonlinear_poisson(Function f);
 /// Bratu: -Δu = λ e^u.
 NonlinearForm bratu(double lambda);
 /// p-Laplacian: -div((ε² + |∇u|²)^((p-2)/2) ∇u) = f (ε regularises the flat spots).

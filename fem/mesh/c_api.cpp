@@ -25,15 +25,6 @@ int publish(const char* key, fem::Mesh mesh, uint64_t* version) {
   return FEM_OK;
 }
 
-/// "left (1), right (2)" for the names of dimension dim (any: dim < 0), for messages.
-std::string names_of(const fem::Mesh& mesh, int dim) {
-  std::string s;
-  for (const auto& n : mesh.names())
-    if (dim < 0 || n.dim == dim)
-      s += fmt::format("{}'{}' (dimension {}, tag {})", s.empty() ? "" : ", ", n.name, n.dim, n.tag);
-  return s.empty() ? "none" : s;
-}
-
 }  // namespace
 
 extern "C" {
@@ -104,7 +95,7 @@ int fem_mesh_tag(const char* key, const char* name, int32_t dim, int32_t* tag) {
         FEM_ERR_NOT_FOUND,
         fmt::format("mesh '{}' (store key '{}') has no physical name '{}'{} (its names: {})", mesh->source(),
                     k, name, dim < 0 ? std::string() : fmt::format(" of dimension {}", dim),
-                    names_of(*mesh, dim)));
+                    mesh->describe_names(dim)));
   });
 }
 

@@ -58,8 +58,7 @@ assembly::NonlinearForm form_of(const fem_newton_problem* p) {
           "fem_newton_solve: Bratu's problem -Δu = λ e^u has no source (give source.fn = NULL, value 0)");
       return assembly::bratu(p->parameter);
     case FEM_NEWTON_QUASILINEAR:
-      return assembly::quasilinear([](double v) { return 1.0 + v * v; }, [](double v) { return 2.0 * v; },
-                                   Callback::point(f));
+      return assembly::nonlinear_poisson(Callback::point(f));
     case FEM_NEWTON_P_LAPLACIAN:
       FEM_EXPECTS(std::isfinite(p->parameter) && p->parameter > 1,
                   "fem_newton_solve: the p-Laplacian needs p > 1, not {}", p->parameter);

@@ -81,19 +81,6 @@ using assembly::Assembler;
 using assembly::Coefficient;
 using assembly::FunctionSpace;
 
-int resolve_tag(const Mesh& mesh, py::handle tag, int dim, const char* what) {
-  if (py::isinstance<py::str>(tag)) {
-    const std::string name = tag.cast<std::string>();
-    if (const auto t = mesh.tag_of(name, dim)) return *t;
-    std::string known;
-    for (const auto& n : mesh.names())
-      if (n.dim == dim) known += (known.empty() ? "" : ", ") + n.name;
-    throw InvalidArgument(fmt::format("{}: mesh '{}' has no physical name '{}' of dimension {} (names: {})",
-                                      what, mesh.source(), name, dim, known.empty() ? "none" : known));
-  }
-  return tag.cast<int>();
-}
-
 /// Facet tags of `where`: a tag, a name, or a list of them.
 std::vector<int> facet_tags(const Mesh& mesh, py::handle where, const char* what) {
   std::vector<int> tags;

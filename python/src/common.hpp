@@ -22,6 +22,7 @@
 #include "fem/assembly/boundary.hpp"
 #include "fem/assembly/forms.hpp"
 #include "fem/csr.hpp"
+#include "fem/mesh.hpp"
 #include "fem/store.hpp"
 
 namespace fem::python {
@@ -31,13 +32,11 @@ namespace py = pybind11;
 /// A read-only numpy array over `data` (row-major `shape`) that keeps `owner` alive.
 template <class T>
 py::array readonly_view(const T* data, std::vector<py::ssize_t> shape, std::shared_ptr<const void> owner) {
-  std::vector<py::ssize_t> strides(shape.size(), static_cast<py::ssize_t>(sizeof(T)));
-  for (std::size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
   auto* holder = new std::shared_ptr<const void>(std::move(owner));
   py::capsule base(holder, [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); });
   // numpy wants a non-null pointer even for an empty array.
   static const T empty{};
-  py::array a(py::dtype::of<T>(), std::move(shape), std::move(strides), data ? data : &empty, base);
+  py::array a(py::dtype::of<T>(), std::move(shape), data ? data : &empty, base);  // C-order strides
   py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return a;
 }
@@ -52,10 +51,8 @@ py::array_t<T> to_numpy(std::vector<T>&& v, std::vector<py::ssize_t> shape = {})
   if (shape.empty()) shape = {static_cast<py::ssize_t>(v.size())};
   auto* owned = new std::vector<T>(std::move(v));
   py::capsule base(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  std::vector<py::ssize_t> strides(shape.size(), static_cast<py::ssize_t>(sizeof(T)));
-  for (std::size_t d = shape.size(); d-- > 1;) strides[d - 1] = strides[d] * shape[d];
   static T empty{};
-  return py::array_t<T>(std::move(shape), std::move(strides), owned->empty() ? &empty : owned->data(), base);
+  return py::array_t<T>(std::move(shape), owned->empty() ? &empty : owned->data(), base);
 }
 
 /// A C-contiguous float64 array from anything numpy converts (a copy only when needed).
@@ -176,6 +173,9 @@ std::shared_ptr<T> held(std::shared_ptr<const T> p) {
 
 /// The value of a store entry as a Python object (a read-only array view, fem.CsrMatrix, ...).
 py::object stored_value(const Store& store, const std::string& key);
+/// The tag of `tag`: a number as it is, a physical name of dimension `dim` (any when dim < 0)
+/// resolved, or InvalidArgument naming `what` and listing the mesh's names.
+int resolve_tag(const Mesh& mesh, py::handle tag, int dim, const char* what);
 /// The constrained DOFs and values of a fem.DirichletBC.
 /// The constrained DOFs and values of a fem.DirichletBC, checked to be of a space of num_dofs.
 const assembly::DirichletValues& dirichlet_values(py::handle bc, index_t num_dofs);

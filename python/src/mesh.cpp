@@ -28,6 +28,15 @@ py::array_t<T> indices(const std::vector<T>& v) {
 
 }  // namespace
 
+int resolve_tag(const Mesh& mesh, py::handle tag, int dim, const char* what) {
+  if (!py::isinstance<py::str>(tag)) return tag.cast<int>();
+  const std::string name = tag.cast<std::string>();
+  if (const auto t = mesh.tag_of(name, dim)) return *t;
+  throw InvalidArgument(fmt::format("{}: mesh '{}' has no physical name '{}'{} (its names: {})", what,
+                                    mesh.source(), name, dim >= 0 ? fmt::format(" of dimension {}", dim) : "",
+                                    mesh.describe_names(dim)));
+}
+
 void bind_mesh(py::module_& m) {
   py::class_<Mesh, std::shared_ptr<Mesh>>(m, "Mesh", "An immutable mesh; its arrays are read-only views.")
       .def(py::init([](const std::string& cell_type, py::handle coordinates, py::handle cells,
@@ -92,15 +101,7 @@ void bind_mesh(py::module_& m) {
       .def(
           "tag",
           [](const Mesh& mesh, const std::string& name, int dim) {
-            const auto tag = mesh.tag_of(name, dim);
-            if (!tag) {
-              std::string known;
-              for (const auto& n : mesh.names()) known += (known.empty() ? "" : ", ") + n.name;
-              throw InvalidArgument(fmt::format(
-                  "mesh '{}' has no physical name '{}'{} (names: {})", mesh.source(), name,
-                  dim >= 0 ? fmt::format(" of dimension {}", dim) : "", known.empty() ? "none" : known));
-            }
-            return *tag;
+            return resolve_tag(mesh, py::str(name), dim, "Mesh.tag");
           },
           py::arg("name"), py::arg("dim") = -1)
       .def_property_readonly("source", &Mesh::source)

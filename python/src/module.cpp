@@ -7,6 +7,7 @@
 #include "common.hpp"
 #include "fem/c_api.h"
 #include "fem/error.hpp"
+#include "fem/threads.hpp"
 
 namespace fem::python {
 namespace {
@@ -71,6 +72,13 @@ PYBIND11_MODULE(_fem, m) {
   py::register_exception_translator(&translate);
 
   m.attr("c_api_version") = fem_abi_version();
+  // For tests: run the kernels' parallel paths on small meshes (fem/threads.hpp). Returns the
+  // previous (adaptive, grain_scale).
+  m.def("_set_thread_policy", [](bool adaptive, double grain_scale) {
+    const fem::ThreadPolicy previous = fem::thread_policy();
+    fem::set_thread_policy({adaptive, grain_scale});
+    return py::make_tuple(previous.adaptive, previous.grain_scale);
+  });
   bind_store(m);
   bind_mesh(m);
   bind_assembly(m);

@@ -27,8 +27,7 @@ assembly::NonlinearForm form(const std::string& problem, double parameter, py::o
     FEM_EXPECTS(source.is_none(), "newton_solve: bratu takes no source (-Δu = λ e^u)");
     return assembly::bratu(parameter);
   }
-  if (problem == "quasilinear")
-    return assembly::quasilinear([](double v) { return 1.0 + v * v; }, [](double v) { return 2.0 * v; }, f);
+  if (problem == "quasilinear") return assembly::nonlinear_poisson(f);
   if (problem == "p_laplacian") return assembly::p_laplacian(parameter, f);
   throw InvalidArgument(
       fmt::format("newton_solve: problem '{}': one of bratu, quasilinear, p_laplacian", problem));

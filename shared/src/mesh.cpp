@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "fem/error.hpp"
 
 namespace fem {
@@ -88,6 +90,14 @@ std::string_view Mesh::name_of(int dim, int tag) const {
   for (const auto& n : d_.names)
     if (n.dim == dim && n.tag == tag) return n.name;
   return {};
+}
+
+std::string Mesh::describe_names(int dim) const {
+  std::string s;
+  for (const auto& n : d_.names)
+    if (dim < 0 || n.dim == dim)
+      s += fmt::format("{}'{}' (dimension {}, tag {})", s.empty() ? "" : ", ", n.name, n.dim, n.tag);
+  return s.empty() ? "none" : s;
 }
 
 std::pair<std::array<double, 3>, std::array<double, 3>> Mesh::bounding_box() const {

@@ -172,19 +172,10 @@ static char* read_file(const char* path) {
 /* The Float64 point data `u` of a VTU written with raw appended data (the driver's format: a
  * UInt64 byte count, then the values) into a malloc'ed array; NULL when it is not there. */
 static double* vtu_u(const char* path, int64_t* count) {
-  FILE* f = fopen(path, "rb");
-  char *bytes, *appended, *array, *offset;
-  long size;
+  char *bytes = read_file(path), *appended, *array, *offset;
   uint64_t nbytes;
   double* values;
-  if (f == NULL) return NULL;
-  fseek(f, 0, SEEK_END);
-  size = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  bytes = malloc((size_t)size + 1);
-  if (fread(bytes, 1, (size_t)size, f) != (size_t)size) size = 0;
-  bytes[size] = '\0';
-  fclose(f);
+  if (bytes == NULL) return NULL;
   /* The XML head is text up to the appended data's '_' marker. */
   appended = strstr(bytes, "<AppendedData encoding=\"raw\">");
   array = strstr(bytes, "Name=\"u\"");

@@ -107,6 +107,9 @@ class Mesh {
   std::optional<int> tag_of(std::string_view name, int dim = -1) const;
   /// The name of (dim, tag), empty when it has none.
   std::string_view name_of(int dim, int tag) const;
+  /// "'left' (dimension 1, tag 4), ..." for the physical names of dimension `dim` (all when
+  /// dim < 0), "none" without any: what a message about an unknown name lists.
+  std::string describe_names(int dim = -1) const;
   const std::string& source() const noexcept { return d_.source; }
 
   /// Axis-aligned bounding box: {min x, min y, min z}, {max x, max y, max z}.
