@@ -12,10 +12,7 @@
 #include "fem/mesh/check.hpp"
 #include "fem/mesh/vtu.hpp"
 #include "load_mesh.hpp"
-#if __has_include("fem/mesh/write_gmsh.hpp")
 #include "fem/mesh/write_gmsh.hpp"
-#define FEM_APP_HAS_WRITE_GMSH 1
-#endif
 
 namespace fem::app {
 namespace {
@@ -28,13 +25,8 @@ struct ConvertArgs {
 void run_convert(const ConvertArgs& a) {
   const std::filesystem::path out(a.out);
   const std::string ext = out.extension().string();
-#ifdef FEM_APP_HAS_WRITE_GMSH
   if (ext != ".vtu" && ext != ".msh")
     throw InvalidArgument(fmt::format("cannot write '{}': unknown extension '{}' (use .vtu or .msh)", a.out, ext));
-#else
-  if (ext != ".vtu")
-    throw InvalidArgument(fmt::format("cannot write '{}': unknown extension '{}' (use .vtu)", a.out, ext));
-#endif
   check_writable(out);  // before reading the mesh
   Mesh m = load_mesh(a.in);
   if (a.reorient) {
@@ -56,16 +48,7 @@ void run_convert(const ConvertArgs& a) {
     mesh::write_vtu(out, m, {}, {}, o);
     return;
   }
-#ifdef FEM_APP_HAS_WRITE_GMSH
-  if (ext == ".msh") {
-    mesh::write_gmsh(m, out, a.binary);
-    return;
-  }
-  throw InvalidArgument(
-      fmt::format("cannot write '{}': unknown extension '{}' (use .vtu or .msh)", a.out, ext));
-#else
-  throw InvalidArgument(fmt::format("cannot write '{}': unknown extension '{}' (use .vtu)", a.out, ext));
-#endif
+  mesh::write_gmsh(m, out, a.binary);
 }
 
 }  // namespace

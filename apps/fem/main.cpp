@@ -6,28 +6,17 @@
 //   fem partition gen:cube-tet4:32 --parts 2 --parts 8 --json partition.json
 //   fem poisson gen:square-tri3:32 --source -6 --dirichlet all=1+x*x+2*y*y --exact 1+x*x+2*y*y
 //   fem elasticity gen:square-tri3:32 --fixed left --traction right=1,0 --output plate.vtu
+//   mpirun -np 4 fem heat meshes/plate_hole_v41.msh --dt 0.01 --steps 50 --dirichlet hole=1
 #include <fmt/format.h>
 
-#include <cstdio>
 #include <exception>
 #include <string>
 
 #include "commands.hpp"
+#include "fem/dist/runtime.hpp"
 #include "fem/error.hpp"
 #include "fem/threads.hpp"
-#if FEM_APP_HAS_SOLVERS
-#include "parallel.hpp"
-#else
-namespace fem::app::parallel {  // no solvers, no distributed runs
-inline void start(int&, char**&) {}
-inline void stop() {}
-inline bool root() { return true; }
-inline int fail(const std::string& message, int code) {
-  std::fprintf(stderr, "fem: error: %s\n", message.c_str());
-  return code;
-}
-}  // namespace fem::app::parallel
-#endif
+#include "solver_common.hpp"
 
 int main(int argc, char** argv) {
   // Idle OpenMP threads sleep, the BLAS runs on the calling thread (README.md, "Threads").
@@ -42,28 +31,27 @@ int main(int argc, char** argv) {
   fem::app::add_info(app);
   fem::app::add_convert(app);
   fem::app::add_partition(app);
-#if FEM_APP_HAS_SOLVERS
   fem::app::add_poisson(app);
   fem::app::add_heat(app);
   fem::app::add_nonlinear(app);
   fem::app::add_elasticity(app);
-#endif
-  namespace parallel = fem::app::parallel;
+  namespace dist = fem::dist;
   try {
-    parallel::start(argc, argv);  // MPI + PETSc when run distributed (mpirun, --solver mumps|gamg|hypre)
+    // MPI + PETSc when launched by mpirun on several processes, or asked for a PETSc solver.
+    dist::start(argc, argv, fem::app::asks_for_distributed_solver(argc, argv));
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = parallel::root() ? app.exit(e) : e.get_exit_code();  // --help: 0 on every rank
-    parallel::stop();
+    const int code = dist::processes().root() ? app.exit(e) : e.get_exit_code();  // --help: 0 on every rank
+    dist::stop();
     return code;
   } catch (const fem::app::ExitCode& e) {
-    parallel::stop();
+    dist::stop();
     return e.code;
   } catch (const fem::Error& e) {
-    return parallel::fail(e.what(), 1);
+    return dist::fail("fem", e.what(), 1);
   } catch (const std::exception& e) {
-    return parallel::fail(std::string("internal error: ") + e.what(), 2);
+    return dist::fail("fem", std::string("internal error: ") + e.what(), 2);
   }
-  parallel::stop();
+  dist::stop();
   return 0;
 }

@@ -22,9 +22,7 @@
 #include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
 #include "load_mesh.hpp"
-#if FEM_APP_HAS_SOLVERS
 #include "solver_common.hpp"
-#endif
 
 namespace fem::app {
 namespace {
@@ -72,18 +70,6 @@ CLI::Validator part_count() {
       "", "");
 }
 
-void write_partition_json(const std::string& file, const nlohmann::json& j) {
-#if FEM_APP_HAS_SOLVERS
-  write_json(file, j);
-#else  // the same as write_json (solver_common.cpp), which this build lacks
-  const std::string text = j.dump(2) + "\n";
-  if (file == "-")
-    std::cout << text << std::flush;
-  else
-    write_file_atomically(file, text);
-#endif
-}
-
 void run_partition(const PartitionArgs& a) {
   if (!a.json.empty() && a.json != "-") check_writable(a.json);  // before any work
   // Text goes to standard error when the JSON goes to standard output.
@@ -118,7 +104,7 @@ void run_partition(const PartitionArgs& a) {
     row["mesh_nodes"] = m.num_nodes();
     rows.push_back(std::move(row));
   }
-  write_partition_json(a.json, rows);
+  write_json(a.json, rows);
 }
 
 }  // namespace

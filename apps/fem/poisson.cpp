@@ -6,12 +6,8 @@
 #include <fmt/core.h>
 
 #include <memory>
-#include <tuple>
 
 #include "commands.hpp"
-#include "fem/error.hpp"
-#include "fem/mesh/vtu.hpp"
-#include "parallel.hpp"
 #include "solver_common.hpp"
 
 namespace fem::app {
@@ -24,100 +20,66 @@ struct PoissonOptions {
 };
 
 void run_poisson(const PoissonOptions& o) {
-  const CommonOptions c = parallel::for_this_rank(o.common);
-  prepare_outputs(c, ".vtu", "VTU (a .vtu file: point data u, cell data grad_u)");
-  apply_threads(c);
-  Store& store = fem::store();
-  Timings t;
-  const std::string mesh_key = load_and_publish(c.mesh, t, store);
-  const auto mesh = store.get<Mesh>(mesh_key);
-
+  Run run(o.common, "poisson", ".vtu", "VTU (a .vtu file: point data u, cell data grad_u)");
+  const Mesh& mesh = run.mesh();
   // Every option is checked before the work starts.
   std::vector<Expression> keep;
   std::optional<Expression> source, exact;
-  const auto [k, dirichlet, neumann] = parallel::local([&] {
-    if (!o.source.empty()) source.emplace("--source", o.source, mesh->gdim());
-    if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh->gdim());
-    return std::tuple(coefficient(*mesh, o.coefficients), dirichlet_conditions(*mesh, o.dirichlet, keep),
-                      neumann_conditions(*mesh, o.neumann, keep));
+  std::vector<assembly::Dirichlet> dirichlet;
+  std::vector<assembly::Neumann> neumann;
+  assembly::Coefficient k;
+  run.local([&] {
+    if (!o.source.empty()) source.emplace("--source", o.source, mesh.gdim());
+    if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh.gdim());
+    k = coefficient(mesh, o.coefficients);
+    dirichlet = dirichlet_conditions(mesh, o.dirichlet, keep);
+    neumann = neumann_conditions(mesh, o.neumann, keep);
   });
+  run.make_space(1, /*spd=*/true);
+  const assembly::Assembler& a = *run.assembler();
 
   Stopwatch w;
-  const assembly::FunctionSpace V(mesh_key, c.order, 1, store);
-  const MatrixAssembler matrices(V, c);
-  const auto assembler = matrices.host_ptr();
-  LinearSystem system(c, V, /*spd=*/true);
-  t.connectivity = w.seconds();
-
-  w = Stopwatch();
-  const auto pattern = assembler->pattern();
-  std::vector<double> values = prefaulted_vector<double>(pattern->nnz());
-  std::vector<double> b(V.num_dofs(), 0.0);
-  system.check_tags(neumann);
-  parallel::local([&] {
-    matrices.matrix_into(assembly::Diffusion{k}, values);
-    if (source) assembler->vector_into(assembly::Source{source->function(), source->batch_function()}, b);
-    for (const auto& n : neumann) assembler->vector_into(n, b);
-  });
-  const auto bc = system.dirichlet_values(dirichlet);
-  assembly::apply_dirichlet(bc, *pattern, values, b);
-  // Without a Dirichlet condition the constants are free: data checked, solution of zero mean.
-  LinearSolveInfo info = parallel::local(
-      [&] { return system.publish(store, "poisson/A", *assembler, std::move(values), b, bc, "poisson"); });
-  t.assemble = w.seconds();
-
-  w = Stopwatch();
-  system.factorize(store, "poisson/A");
-  t.factorize = w.seconds();
-  w = Stopwatch();
-  const std::vector<double> u = system.solve(store, "poisson/A", b, info);
-  t.solve = w.seconds();
-
-  assembly::Errors err;
-  if (exact) err = system.errors(*assembler, u, exact->vector_function(), info);
-
-  if (!c.output.empty()) {
-    w = Stopwatch();
-    std::vector<double> nodal, grad;
-    std::vector<mesh::Field> points, cells;
-    parallel::local([&] {
-      require_finite(u, "poisson: the solution");
-      nodal = node_values(V, u);
-      points.push_back({"u", 1, nodal});
-      if (c.order == 1) {
-        grad = p1_gradient(V, u);
-        if (!grad.empty()) cells.push_back({"grad_u", mesh->gdim(), grad});
-      }
-    });
-    write_solution(c.output, store, mesh_key, points, cells);
-    t.write = w.seconds();
-  }
-
-  const auto range = system.range(u);
-  parallel::local([&] {  // rank 0 writes: its failure is every rank's
-    if (!c.json.empty()) {
-      nlohmann::json j = system.run_json("poisson", c, store, mesh_key, t);
-      j["solution"] = range;
-      add_solve_json(j, info);
-      if (exact) j["error"] = error_json(err);
-      if (!c.output.empty()) j["output"] = c.output;
-      write_json(c.json, j);
+  std::vector<double> values = prefaulted_vector<double>(a.pattern()->nnz()), b(a.space().num_dofs(), 0.0);
+  run.local([&] {
+    a.matrix_into(assembly::Diffusion{k}, values);
+    if (source) a.vector_into(assembly::Source{source->function(), source->batch_function()}, b);
+    for (const auto& n : neumann) {
+      assembly::check_facet_tags(mesh, n.tags, run.layout());
+      a.vector_into(n, b);
     }
   });
-  if (!c.show_text()) return;
-  std::FILE* out = c.text();
-  const auto whole = parallel::whole_mesh(store, mesh_key);
-  fmt::print(out, "mesh        {} ({} nodes, {} {} cells)\n", whole->source(), whole->num_nodes(),
-             whole->num_cells(), whole->cell_info().name);
-  fmt::print(out, "space       {} with {} dofs ({} constrained)\n", V.name(), system.dofs(),
-             system.constrained());
-  system.print_solver(out);
-  print_null_space(out, info);
-  fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", range["min"].get<double>(),
-             range["max"].get<double>());
-  if (exact) print_errors(out, err);
-  if (!c.output.empty()) fmt::print(out, "output      {}\n", c.output);
-  print_timings(out, t, store);
+  const auto bc = assembly::dirichlet_values(a.space(), dirichlet, run.layout());
+  assembly::apply_dirichlet(bc, *a.pattern(), values, b);
+  run.t.assemble = w.seconds();
+  // Without a Dirichlet condition the constants are free: solved with zero mean, or refused.
+  run.publish_and_factorize("poisson/A", std::move(values), bc);
+  std::vector<double> u(b.size());
+  run.solve(b, u);
+
+  assembly::Errors err;
+  if (exact) err = run.errors(u, exact->vector_function());
+  if (!o.common.output.empty()) {
+    std::vector<double> nodal, grad;
+    run.local([&] {
+      require_finite(u, "poisson: the solution");
+      nodal = assembly::mesh_node_values(a.space(), u);
+      grad = assembly::cell_average_gradient(a, u);
+    });
+    const mesh::Field points[] = {{"u", 1, nodal}}, cells[] = {{"grad_u", mesh.gdim(), grad}};
+    run.write(points, cells);
+  }
+  const auto range = run.layout().range(u);
+  nlohmann::json j = run.json();
+  j["solution"].update(range_json(range));
+  if (exact) j["error"] = error_json(err);
+  if (!o.common.output.empty()) j["output"] = o.common.output;
+  run.write_json(j);
+  if (!run.prints()) return;
+  run.print_header();
+  fmt::print(run.out(), "solution    min {:.6g}, max {:.6g}\n", range.first, range.second);
+  if (exact) print_errors(run.out(), err);
+  if (!o.common.output.empty()) fmt::print(run.out(), "output      {}\n", o.common.output);
+  run.print_timings();
 }
 
 }  // namespace
@@ -127,20 +89,17 @@ void add_poisson(CLI::App& app) {
   auto o = std::make_shared<PoissonOptions>();
   add_common_options(*cmd, o->common);
   add_compatibility_option(*cmd, o->common);
-  cmd->add_option(
-         "--coefficient", o->coefficients,
-         "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'; 'all' may be an expression "
-         "in x, y, z); default 1")
+  cmd->add_option("--coefficient", o->coefficients,
+                  "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'; 'all' may be an expression "
+                  "in x, y, z); default 1")
       ->allow_extra_args(false);
   cmd->add_option("--source", o->source, "f as an expression in x, y, z (default 0)");
-  cmd->add_option(
-         "--dirichlet", o->dirichlet,
-         "u = EXPR on facets: TAG=EXPR (TAG: physical name, number, or 'all' for the whole boundary)")
+  cmd->add_option("--dirichlet", o->dirichlet,
+                  "u = EXPR on facets: TAG=EXPR (TAG: physical name, number, or 'all' for the whole boundary)")
       ->allow_extra_args(false);
   cmd->add_option("--neumann", o->neumann, "k du/dn = EXPR on facets: TAG=EXPR")->allow_extra_args(false);
   cmd->add_option("--exact", o->exact, "exact solution: print its L2 and H1 errors");
-  cmd->add_option("--output", o->common.output,
-                  "write the solution to FILE.vtu (point data u; cell data grad_u for P1)");
+  cmd->add_option("--output", o->common.output, "write the solution to FILE.vtu (point data u; cell data grad_u)");
   cmd->callback([o] { run_poisson(*o); });
 }
 

@@ -1,71 +1,67 @@
-// Shared pieces of the solver subcommands (poisson, heat, nonlinear, elasticity): expressions
-// (expression.hpp) per tag and per component, TAG=VALUE options resolved against the mesh's
-// physical names, solver and device options, the phase timing table, cache counters and JSON
-// output.
+// What the solver subcommands (poisson, heat, nonlinear, elasticity) share: their options, the
+// translation of TAG=EXPR option values into the library's conditions and coefficients, the
+// Run (mesh, space, assembler, solver and timings of one run, on one process or many: the
+// library decides), and the JSON and text they print. Policy lives in the library; this file
+// only parses, translates and prints.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
-#include <limits>
 #include <memory>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "expression.hpp"
 #include "fem/assembly/assembly.hpp"
-#include "fem/assembly/device.hpp"
-#include "fem/gpu/executor.hpp"
+#include "fem/expression/expression.hpp"
 #include "fem/mesh.hpp"
-#include "fem/solve/solve.hpp"
+#include "fem/mesh/vtu.hpp"
+#include "fem/solve/linear_solver.hpp"
 #include "fem/store.hpp"
 
 namespace fem::app {
 
-/// One `TAG=EXPR` option value split at the first '='.
+using expression::Admissible;
+using expression::Expression;
+
+/// One `TAG=EXPR` option value split at the first '=' (TAG: a physical name, a number or "all").
 struct TaggedExpression {
-  std::string tag;  ///< name, number or "all"
+  std::string tag;
   std::string expr;
 };
-TaggedExpression split_tagged(const std::string& option, const std::string& value);
-
-/// The facet tag of `tag` (a physical name of dimension tdim-1, or a number); a name the mesh
-/// lacks is a fem::Error naming it, the option and the facet names present.
-int facet_tag(const Mesh& mesh, const std::string& option, const std::string& tag);
-/// The facet tags a boundary option names: facet_tag(tag), or for `all` every facet tag of the
-/// mesh (an error naming the option when the mesh has none, rather than a silent no-op).
-std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, const std::string& tag);
-/// The same for cell tags.
-int cell_tag(const Mesh& mesh, const std::string& option, const std::string& tag);
-
-/// The values of a repeatable TAG=VALUE option, split, with a tag given twice with different
-/// values refused (the same value twice is harmless). Tags are compared as the mesh resolves
-/// them (a name and its number are one tag; `all` is its own).
+/// The values of a repeatable TAG=VALUE option, split, tags resolved on the mesh (facets, or
+/// cells when !facets), a tag given twice with different values refused (the same value twice
+/// is harmless; a name and its number are one tag; `all` is its own).
 std::vector<TaggedExpression> tagged_values(const Mesh& mesh, const std::string& option,
                                             const std::vector<std::string>& values, bool facets = true);
+/// The facet tag (or cell tag) an option names: Mesh::resolve_tag, its message led by the option.
+int facet_tag(const Mesh& mesh, const std::string& option, const std::string& tag);
+/// The facet tags a flux option names: the tag's, or for `all` every facet tag of the mesh (an
+/// error naming the option when it has none, rather than a silent no-op).
+std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, const std::string& tag);
+/// The facets a Dirichlet option names: the tag's, or the whole boundary for `all`.
+assembly::FacetSet facets(const Mesh& mesh, const std::string& option, const std::string& tag);
 
-/// Dirichlet conditions from `--dirichlet TAG=EXPR` values.
+/// Dirichlet conditions from `--dirichlet TAG=EXPR` values (the expressions kept in `keep`).
 std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh, const std::vector<std::string>& values,
                                                       std::vector<Expression>& keep);
 /// Neumann fluxes from `--neumann TAG=EXPR` values.
 std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::vector<std::string>& values,
                                                   std::vector<Expression>& keep);
 /// The coefficient from `--coefficient TAG=VALUE` values (default `otherwise`; `all` sets the
-/// default); `option` names the option in messages (e.g. "--E"). Every value, constant or
-/// evaluated at a point, must be `admissible` (by default: positive). A tag given twice with
-/// different values is an error.
+/// default and may depend on x, y, z); `option` names the option in messages. Every value,
+/// constant or evaluated at a point, must be `admissible` (by default: positive).
 assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values,
                                   const std::string& option = "--coefficient", double otherwise = 1.0,
                                   const Admissible& admissible = Admissible::positive("the coefficient"));
-
 /// The components of a vector expression `EXPR,EXPR[,EXPR]` (split at commas outside
-/// parentheses), exactly `components` of them, else a fem::Error naming `option`. With
-/// `allow_free`, a component may be the word `free` (returned as std::nullopt).
+/// parentheses), exactly `components` of them; with `allow_free`, a component may be the word
+/// `free` (std::nullopt).
 std::vector<std::optional<Expression>> vector_expression(const std::string& option, const std::string& text,
                                                          int components, int gdim, bool allow_free = false);
 /// A function from the components of a vector expression (none of them free).
@@ -78,22 +74,6 @@ CLI::Validator non_negative_number();
 CLI::Validator between(double lo, double hi);
 CLI::Validator finite_number();
 
-/// Wall-clock phases in the order of the table.
-struct Timings {
-  double read_mesh = 0, distribute = 0, connectivity = 0, assemble = 0, factorize = 0, solve = 0, write = 0;
-};
-
-class Stopwatch {
- public:
-  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
-
 /// The options every solver subcommand has.
 struct CommonOptions {
   std::string mesh;
@@ -104,113 +84,112 @@ struct CommonOptions {
   double ksp_rtol = 1e-10;                ///< Krylov solvers (--solver gamg|hypre): relative residual
   std::string json;
   std::string output;
-  std::string device = "cpu";  ///< cpu, cuda or debug-device (see MatrixAssembler)
+  std::string device = "cpu";  ///< where the connectivity and matrices are built
   bool quiet = false;
-  /// Human text goes to stdout, or to stderr when the JSON goes to stdout.
-  std::FILE* text() const { return json == "-" ? stderr : stdout; }
-  bool show_text() const { return !quiet; }
 };
 void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order = true);
 /// --compatibility-tolerance, for the subcommands whose matrix may be singular (poisson, elasticity).
 void add_compatibility_option(CLI::App& cmd, CommonOptions& o);
-/// Applies --threads.
-void apply_threads(const CommonOptions& o);
-solve::Options solve_options(const CommonOptions& o);
-/// The executor of --device: the host, a CUDA device (a fem::Error of one line when this
-/// build has no CUDA support or no device answers), or the debug device (the device code path
-/// on the CPU). `--device cuda` is also checked as soon as it is parsed, so every subcommand
-/// fails before it reads the mesh.
-gpu::Executor executor(const CommonOptions& o);
+/// Whether the arguments ask for a PETSc solver (--solver mumps|gamg|hypre): main starts the
+/// distributed path for it even on one process.
+bool asks_for_distributed_solver(int argc, char** argv);
 
-/// The matrices of a run: with --device cpu the host Assembler; with cuda or debug-device a
-/// DeviceAssembler (the connectivity built on that executor, the mesh and slot map uploaded
-/// once, every matrix assembled there and copied back for the CPU solver). Vectors, Dirichlet
-/// data and errors always use the host Assembler.
-class MatrixAssembler {
+/// Wall-clock phases in the order of the table.
+struct Timings {
+  double read_mesh = 0, distribute = 0, connectivity = 0, assemble = 0, factorize = 0, solve = 0, write = 0;
+};
+
+class Stopwatch {
  public:
-  MatrixAssembler(const assembly::FunctionSpace& V, const CommonOptions& o);
-  const assembly::Assembler& host() const { return device_ ? device_->host() : *host_; }
-  std::shared_ptr<const assembly::Assembler> host_ptr() const;
-  template <class Form>
-  void matrix_into(const Form& form, std::span<double> values) const {
-    if (device_)
-      device_->matrix_into(form, values);
-    else
-      host_->matrix_into(form, values);
-  }
+  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
 
  private:
-  std::shared_ptr<const assembly::Assembler> host_;
-  std::shared_ptr<const assembly::DeviceAssembler> device_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-/// How a linear run's system was solved: its null space (nullptr: the Dirichlet conditions make
-/// it nonsingular), the data's compatibility defect, and the worst relative residual ‖b − Ax‖/‖b‖
-/// of its solves.
-struct LinearSolveInfo {
-  std::shared_ptr<const NullSpace> null_space;
-  double compatibility_defect = 0;
-  double relative_residual = 0;
-  double backward_error = 0;  ///< of the Jacobi-scaled system (solve::SolveReport)
-  int refinement_steps = 0;
+/// One run of a solver subcommand. The constructor applies the options (this process's: only
+/// rank 0 prints and writes the JSON), checks the outputs before any work (`extension`: what
+/// --output must end with, empty: the subcommand checks it itself), and loads and publishes the
+/// mesh (distributed when the run is). space() then makes the space, its assembler on --device,
+/// and the layout and linear solver the library picks for it.
+class Run {
+ public:
+  Run(const CommonOptions& options, const char* command, const std::string& extension = "",
+      const std::string& writes = "");
+  const CommonOptions& options() const noexcept { return o_; }
+  const char* command() const noexcept { return command_; }
+  Store& store() const noexcept { return *store_; }
+  const std::string& mesh_key() const noexcept { return mesh_key_; }
+  /// This process's mesh (its part of a distributed one).
+  const Mesh& mesh() const noexcept { return *mesh_; }
+
+  /// The space of `components`, its assembler, layout and solver (timed as connectivity); `spd`:
+  /// the matrices are symmetric positive definite (Cholesky, CG for the distributed solvers).
+  void make_space(int components, bool spd, const solve::Options& base = {});
+  const assembly::FunctionSpace& space() const noexcept { return *V_; }
+  const std::shared_ptr<const assembly::Assembler>& assembler() const noexcept { return assembler_; }
+  const Layout& layout() const noexcept { return *layout_; }
+  const std::shared_ptr<solve::LinearSolver>& solver() const noexcept { return solver_; }
+
+  /// f() on every process, its failure agreed (every process throws the failing one's error).
+  template <class F>
+  auto local(F&& f) const {
+    return layout_->processes().collective(std::forward<F>(f));
+  }
+  /// Publishes the constrained system under `key` (assembly::system_matrix: its null space;
+  /// timed with the assembly), then factorizes it (timed).
+  void publish_and_factorize(const std::string& key, std::vector<double> values, const assembly::DirichletValues& bc);
+  /// x = A⁻¹b with the solver (b as assembled; x consistent), timed and added to the solve time.
+  void solve(std::span<const double> b, std::span<double> x);
+
+  /// Writes the point and cell fields of the mesh (--output; gathered or in pieces), timed.
+  void write(std::span<const mesh::Field> points, std::span<const mesh::Field> cells = {});
+  /// The errors of u against `exact` (with the published matrix's null space).
+  assembly::Errors errors(std::span<const double> u, const assembly::VectorFunction& exact) const;
+
+  /// The JSON fields every solver subcommand writes: command, mesh, order, device, dofs,
+  /// dirichlet_dofs, ranks, solver, timings, cache (and dist counters when distributed).
+  nlohmann::json json() const;
+  /// Writes `j` where --json says (rank 0; its failure is every process's).
+  void write_json(const nlohmann::json& j) const;
+  /// Whether this process prints text, and where (stderr when the JSON goes to stdout).
+  bool prints() const noexcept { return !o_.quiet; }
+  std::FILE* out() const noexcept { return o_.json == "-" ? stderr : stdout; }
+  /// The "mesh" and "space" lines (with `extra` after the space), the solver's line and its
+  /// warnings, and the null space's line.
+  void print_header(const std::string& extra = "") const;
+  /// The timing table and the cache counters.
+  void print_timings() const;
+
+  Timings t;
+  std::int64_t constrained_dofs = 0;  ///< of the whole problem, counted by publish_and_factorize
+  std::shared_ptr<const NullSpace> null_space;  ///< of the published system
+
+ private:
+  CommonOptions o_;
+  const char* command_;
+  Store* store_;
+  std::string mesh_key_;
+  std::shared_ptr<const Mesh> mesh_;
+  std::optional<assembly::FunctionSpace> V_;
+  std::shared_ptr<const assembly::Assembler> assembler_;
+  std::shared_ptr<const Layout> layout_;
+  std::shared_ptr<solve::LinearSolver> solver_;
+  std::string key_;  // the published system
 };
 
-/// Publish the system matrix (the pattern's values with the Dirichlet conditions `constrained`
-/// applied) under `key`. When the conditions leave rigid-body modes free (the constants of a
-/// scalar problem without a Dirichlet condition, translations and rotations of an elastic body),
-/// the matrix carries its null space (assembly::null_space) and the data b must be compatible
-/// with it: otherwise a fem::Error in the problem's words (`command`: "poisson", "elasticity")
-/// naming the free modes and the defect.
-LinearSolveInfo publish_system(Store& store, const std::string& key, const assembly::Assembler& assembler,
-                               std::vector<double> values, std::span<const double> b,
-                               const assembly::DirichletValues& constrained, const solve::Options& options,
-                               const char* command);
-/// The errors of u against `exact`; with a null space, of u shifted along it to the exact
-/// solution's own normalization (its mean, its rigid motion), which the data cannot fix.
-assembly::Errors errors_against(const assembly::Assembler& assembler, std::span<const double> u,
-                                const assembly::VectorFunction& exact, const LinearSolveInfo& info);
-/// Solve with the cached factorization of `key`, recording the residual in `info`; a failed or
-/// refused solve (solve::Options::max_relative_residual) is a NumericalError naming key and backend.
-std::vector<double> solve_checked(Store& store, const std::string& key, std::span<const double> b,
-                                  const solve::Options& options, LinearSolveInfo& info);
-/// The "null space" line of the text summary (nothing for a nonsingular system).
-void print_null_space(std::FILE* out, const LinearSolveInfo& info);
-/// JSON: solution.{normalization, null_space, compatibility_defect} into `solution`, and the
-/// `solve` object {relative_residual, backward_error, refinement_steps}.
-void add_solve_json(nlohmann::json& j, const LinearSolveInfo& info);
-
-/// Load the mesh (timed as read_mesh) and publish it under `mesh/<stem>`; returns the key. In a
-/// distributed run (parallel.hpp) rank 0 loads it and keeps it as `mesh/<stem>#whole`, and every
-/// rank publishes its part under the key (fem::dist::distribute, timed as distribute).
-std::string load_and_publish(const std::string& spec, Timings& t, Store& store = fem::store());
-
-/// JSON parts shared by every subcommand.
-nlohmann::json mesh_json(const Mesh& mesh);
-nlohmann::json timings_json(const Timings& t);
-nlohmann::json cache_json(const Store& store);
-/// The --json fields the linear solver subcommands share: command, mesh, order, device, dofs,
-/// dirichlet_dofs, solver.{backend, ordering, factor_nonzeros}, timings and cache.
-/// The "solver" line of the text summary: backend, ordering, factor nonzeros.
-void print_solver(std::FILE* out, const solve::Factorization& factor);
-nlohmann::json linear_run_json(const char* command, const CommonOptions& c, const Mesh& mesh, index_t dofs,
-                               std::size_t dirichlet_dofs, const solve::Factorization& factor, const Timings& t,
-                               const Store& store);
-nlohmann::json range_json(std::span<const double> u);
-/// The errors against an exact solution: {l2, h1_seminorm, h1}; `h1` repeats the seminorm under
-/// its old name for one release (it never was the full H1 norm).
+/// JSON parts.
+nlohmann::json range_json(std::pair<double, double> range);
 nlohmann::json error_json(const assembly::Errors& e);
 /// The "error" line of the text summary.
 void print_errors(std::FILE* out, const assembly::Errors& e);
-/// Print the timing table and cache counters to `out`.
-void print_timings(std::FILE* out, const Timings& t, const Store& store);
+
 /// Checks an output path before any work: its extension must be `extension` (the format follows
-/// the extension: anything else is an error saying what the subcommand writes), missing folders
-/// are created, and the folder must be writable (a path through a regular file is an error in
-/// words, not a filesystem exception).
+/// the extension: anything else is an error saying what the subcommand writes; a .pvtu is
+/// accepted for a .vtu in a distributed run), missing folders are created, and the folder must
+/// be writable (a path through a regular file is an error in words, not a filesystem exception).
 void prepare_output(const std::string& option, const std::string& path, const std::string& extension,
                     const std::string& writes);
-/// prepare_output for --output (when `extension` is not empty) and the --json file's folder.
-void prepare_outputs(const CommonOptions& o, const std::string& extension, const std::string& writes);
 /// The folder of `path` created when missing and checked writable, with errors in words.
 void prepare_output_folder(const std::string& option, const std::filesystem::path& path);
 /// The extension of `path` in lower case (".vtu").
@@ -218,14 +197,7 @@ std::string lowercase_extension(const std::filesystem::path& path);
 /// A result about to be written must be finite: a fem::Error naming `what` and the first entry
 /// otherwise (results never carry NaN).
 void require_finite(std::span<const double> values, const std::string& what);
-
 /// Write the JSON to the file, or stdout for "-"; nothing when `file` is empty. All or nothing.
 void write_json(const std::string& file, const nlohmann::json& j);
-
-/// The mesh-node values of a space's solution (P1: the DOFs in mesh node order; P2: the
-/// vertex DOFs), for output on the mesh itself. Mesh nodes that are not vertices get 0.
-std::vector<double> node_values(const assembly::FunctionSpace& V, std::span<const double> u);
-/// The cell-wise gradient of a P1 solution on simplices (gdim values per cell).
-std::vector<double> p1_gradient(const assembly::FunctionSpace& V, std::span<const double> u);
 
 }  // namespace fem::app

@@ -127,8 +127,8 @@ void Connectivity(benchmark::State& state) {
 void FirstAssembly(benchmark::State& state) {
   Case& c = the_case();
   timed(state, [&] {
-    c.bc = fem::dist::dirichlet_values(
-        *c.map, *c.V, std::vector{fem::assembly::Dirichlet{fem::assembly::FacetSet::all(), nullptr, -1}});
+    c.bc = fem::assembly::dirichlet_values(
+        *c.V, std::vector{fem::assembly::Dirichlet{fem::assembly::FacetSet::all(), nullptr, -1}}, *c.map);
     assemble_load(c);
     assemble_version(c);
     c.A = fem::dist::petsc_matrix(c.store, "A", c.map, std::move(c.A));
@@ -168,7 +168,7 @@ void MumpsFactorize(benchmark::State& state) {
   Case& c = the_case();
   c.A.reset();  // the solver takes the matrix over
   timed(state, [&] {
-    c.mumps = fem::dist::solver(c.store, "A", c.map, {.method = fem::dist::Method::mumps, .spd = true});
+    c.mumps = fem::dist::solver(c.store, "A", c.map, {.backend = fem::solve::Backend::mumps, .spd = true});
   });
   dofs_rate(state);
 }
@@ -181,7 +181,7 @@ void MumpsRefactorize(benchmark::State& state) {
     state.ResumeTiming();
     MPI_Barrier(comm);
     const auto start = Clock::now();
-    c.mumps = fem::dist::solver(c.store, "A", c.map, {.method = fem::dist::Method::mumps, .spd = true},
+    c.mumps = fem::dist::solver(c.store, "A", c.map, {.backend = fem::solve::Backend::mumps, .spd = true},
                                 std::move(c.mumps));
     state.SetIterationTime(fem::dist::max(comm, std::chrono::duration<double>(Clock::now() - start).count()));
   }
@@ -213,7 +213,7 @@ void GamgSetup(benchmark::State& state) {
   c.store.erase("A#factor/mumps/cholesky");
   timed(state, [&] {
     c.gamg = fem::dist::solver(c.store, "A", c.map,
-                               {.method = fem::dist::Method::gamg, .spd = true, .rtol = 1e-8});
+                               {.backend = fem::solve::Backend::gamg, .spd = true, .rtol = 1e-8});
   });
   dofs_rate(state);
 }

@@ -21,7 +21,7 @@
 #include <memory>
 
 #include "common/peak_memory.hpp"
-#include "expression.hpp"
+#include "fem/expression/expression.hpp"
 #include "fem/assembly/assembly.hpp"
 #include "fem/mesh/generate.hpp"
 #include "fem/store.hpp"
@@ -54,8 +54,8 @@ void BM_PoissonDriverPath(benchmark::State& state) {
   const int which = static_cast<int>(state.range(0));
   const auto m = mesh(which);
   // Parsed before the phases, as the driver checks every option before the work starts.
-  const fem::app::Expression source("--source", kCases[which].source, m->gdim());
-  const fem::app::Expression zero("--dirichlet all", "0", m->gdim());
+  const fem::expression::Expression source("--source", kCases[which].source, m->gdim());
+  const fem::expression::Expression zero("--dirichlet all", "0", m->gdim());
   std::vector<Dirichlet> dirichlet(1);
   dirichlet[0].where = FacetSet::all();
   dirichlet[0].value = zero.function();

@@ -98,7 +98,7 @@ void BM_FirstAssembly(benchmark::State& state) {
       benchmark::DoNotOptimize(a.matrix(Diffusion{}).values().data());
       nnz = a.pattern()->nnz();
     } else {
-      const DeviceAssembler a(V, *exec);
+      const Assembler a(V, *exec);
       benchmark::DoNotOptimize(a.matrix(Diffusion{}).values().data());
       nnz = a.pattern()->nnz();
     }
@@ -122,13 +122,13 @@ void BM_Reassembly(benchmark::State& state) {
     for (auto _ : state) a.matrix_into(Diffusion{}, values);
     nnz = values.size();
   } else {
-    const DeviceAssembler a(
-        V, *exec, state.range(2) ? DeviceAssembler::Scatter::atomic : DeviceAssembler::Scatter::coloured);
+    const Assembler a(
+        V, *exec, state.range(2) ? Assembler::Scatter::atomic : Assembler::Scatter::coloured);
     auto values = a.values_buffer();
     a.matrix_into_device(Diffusion{}, values);
     for (auto _ : state) a.matrix_into_device(Diffusion{}, values);
     nnz = values.size();
-    state.counters["colours"] = a.mesh().num_colours();
+    state.counters["colours"] = a.device_mesh().num_colours();
   }
   counters(state, *m, nnz, exec.get(), true);
 }
@@ -147,7 +147,7 @@ void BM_ReassemblyToHost(benchmark::State& state) {
   const auto m = cube(int(state.range(1)));
   Store store;
   store.put("mesh/cube", m);
-  const DeviceAssembler a(FunctionSpace("mesh/cube", 1, 1, store), *exec);
+  const Assembler a(FunctionSpace("mesh/cube", 1, 1, store), *exec);
   auto values = prefaulted_vector<double>(a.pattern()->nnz());
   a.matrix_into(Diffusion{}, values);
   for (auto _ : state) a.matrix_into(Diffusion{}, values);

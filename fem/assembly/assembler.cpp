@@ -4,6 +4,7 @@
 
 #include "fem/assembly/boundary.hpp"
 #include "fem/assembly/detail/kernels.hpp"
+#include "fem/assembly/device.hpp"
 
 namespace fem::assembly {
 namespace {
@@ -83,9 +84,45 @@ bool affine(const FunctionSpace& V) {
   return g == CellType::line2 || g == CellType::tri3 || g == CellType::tet4;
 }
 
+// A bilinear form on the device: into its scratch buffer, then copied back into `values`.
+template <class Form>
+void assemble_on_device(const detail::DeviceEngine& device, const Form& form, int degree, std::size_t nnz,
+                        std::span<double> values) {
+  FEM_EXPECTS(values.size() == nnz, "matrix values: {} given, the pattern has {} nonzeros", values.size(), nnz);
+  std::lock_guard lock(device.scratch_mutex());
+  gpu::DeviceBuffer<double>& scratch = device.scratch();
+  device.matrix_into_device(form, degree, scratch);
+  device.download(scratch, values);
+}
+
 }  // namespace
 
-Assembler::Assembler(FunctionSpace V, const gpu::Executor& exec) : space_(std::move(V)), plan_(assembly::plan(space_, exec)) {}
+Assembler::Assembler(FunctionSpace V, const gpu::Executor& exec, Scatter scatter)
+    : space_(std::move(V)), plan_(assembly::plan(space_, exec)), exec_(exec) {
+  if (exec_.kind() != gpu::Executor::Kind::host)
+    device_ = std::make_shared<const detail::DeviceEngine>(space_, plan_, exec_, scatter);
+}
+
+const detail::DeviceEngine& Assembler::require_device(const char* what) const {
+  FEM_EXPECTS(device_ != nullptr, "{}: the assembler runs on the host executor (give it a device executor)", what);
+  return *device_;
+}
+
+gpu::DeviceBuffer<double> Assembler::values_buffer() const {
+  require_device("values_buffer");
+  return gpu::DeviceBuffer<double>(exec_, pattern()->nnz());
+}
+void Assembler::matrix_into_device(const Diffusion& form, gpu::DeviceBuffer<double>& values) const {
+  require_device("matrix_into_device").matrix_into_device(form, quadrature_degree(2 * (space_.degree() - 1)), values);
+}
+void Assembler::matrix_into_device(const Mass& form, gpu::DeviceBuffer<double>& values) const {
+  require_device("matrix_into_device").matrix_into_device(form, quadrature_degree(2 * space_.degree()), values);
+}
+void Assembler::matrix_into_device(const Elasticity& form, gpu::DeviceBuffer<double>& values) const {
+  require_device("matrix_into_device").matrix_into_device(form, quadrature_degree(2 * (space_.degree() - 1)), values);
+}
+const DeviceMesh& Assembler::device_mesh() const { return require_device("device_mesh").mesh(); }
+const DevicePlan& Assembler::device_plan() const { return require_device("device_plan").plan(); }
 
 int Assembler::quadrature_degree(int integrand_degree) const {
   return std::max(0, integrand_degree) + (affine(space_) ? 0 : 2);
@@ -93,6 +130,7 @@ int Assembler::quadrature_degree(int integrand_degree) const {
 
 void Assembler::matrix_into(const Diffusion& form, std::span<double> values) const {
   FEM_EXPECTS(space_.components() == 1, "diffusion needs a scalar space, not {}", space_.name());
+  if (device_) return assemble_on_device(*device_, form, quadrature_degree(2 * (space_.degree() - 1)), pattern()->nnz(), values);
   form.k.check(space_.mesh().cell_tags(), "diffusion coefficient");
   const int degree = quadrature_degree(2 * (space_.degree() - 1) + (form.k.varies_in_cell() ? 2 : 0));
   with_coefficient(form.k, [&](auto k) {
@@ -117,6 +155,7 @@ std::vector<double> Assembler::cell_gradient(const Mass&, std::span<const double
 }
 
 void Assembler::matrix_into(const Mass& form, std::span<double> values) const {
+  if (device_) return assemble_on_device(*device_, form, quadrature_degree(2 * space_.degree()), pattern()->nnz(), values);
   form.rho.check(space_.mesh().cell_tags(), "mass density");
   const int degree = quadrature_degree(2 * space_.degree() + (form.rho.varies_in_cell() ? 2 : 0));
   with_coefficient(form.rho, [&](auto rho) {
@@ -128,6 +167,8 @@ void Assembler::matrix_into(const Elasticity& form, std::span<double> values) co
   FEM_EXPECTS(space_.components() == space_.mesh().tdim(),
               "elasticity needs one component per dimension: space {} on a {}D mesh", space_.name(),
               space_.mesh().tdim());
+  if (device_)
+    return assemble_on_device(*device_, form, quadrature_degree(2 * (space_.degree() - 1)), pattern()->nnz(), values);
   form.young.check(space_.mesh().cell_tags(), "Young's modulus");
   form.poisson.check(space_.mesh().cell_tags(), "Poisson's ratio");
   const bool varies = form.young.varies_in_cell() || form.poisson.varies_in_cell();
@@ -166,87 +207,5 @@ void Assembler::vector_into(const VectorSource& form, std::span<double> b) const
 }
 
 void Assembler::vector_into(const Neumann& form, std::span<double> b) const { assemble_neumann(space_, form, b); }
-
-namespace {
-
-// The quasilinear integrand at one quadrature point.
-struct Pointwise {
-  double a[3], da_du[3], da_dg[9], s, ds_du, ds_dg[3], g[3];
-};
-
-template <class CV>
-void evaluate(const NonlinearForm& form, const CV& cv, int q, Pointwise& p) {
-  constexpr int dim = CV::dim;
-  const double u = cv.u_value(q);
-  cv.u_grad(q, p.g);
-  form.flux(cv.point(q), u, p.g, dim, p.a, p.da_du, p.da_dg);
-  form.reaction(cv.point(q), u, p.g, dim, &p.s, &p.ds_du, p.ds_dg);
-}
-
-}  // namespace
-
-void Assembler::residual_into(const NonlinearForm& form, std::span<const double> u, std::span<double> b) const {
-  FEM_EXPECTS(form.flux && form.reaction, "a nonlinear form needs a flux and a reaction");
-  FEM_EXPECTS(space_.components() == 1, "nonlinear forms need a scalar space, not {}", space_.name());
-  auto kernel = [&](const auto& cv, double* be) {
-    constexpr int n = std::decay_t<decltype(cv)>::n, dim = std::decay_t<decltype(cv)>::dim;
-    Pointwise p;
-    for (int q = 0; q < cv.num_points; ++q) {
-      evaluate(form, cv, q, p);
-      for (int i = 0; i < n; ++i) {
-        const double* gi = cv.basis_grad(q, i);
-        double s = p.s * cv.basis(q, i);
-        for (int d = 0; d < dim; ++d) s += p.a[d] * gi[d];
-        be[i] += cv.weight[q] * s;
-      }
-    }
-  };
-  assemble_vector<Blocks::scalar>(space_, *plan_, kernel, form.quadrature_degree.value_or(2 * space_.degree() + 2), b,
-                                  u);
-}
-
-void Assembler::jacobian_into(const NonlinearForm& form, std::span<const double> u, std::span<double> values) const {
-  FEM_EXPECTS(form.flux && form.reaction, "a nonlinear form needs a flux and a reaction");
-  FEM_EXPECTS(space_.components() == 1, "nonlinear forms need a scalar space, not {}", space_.name());
-  auto kernel = [&](const auto& cv, double* A) {
-    constexpr int n = std::decay_t<decltype(cv)>::n, dim = std::decay_t<decltype(cv)>::dim;
-    Pointwise p;
-    for (int q = 0; q < cv.num_points; ++q) {
-      evaluate(form, cv, q, p);
-      const double w = cv.weight[q];
-      for (int j = 0; j < n; ++j) {
-        const double pj = cv.basis(q, j);
-        const double* gj = cv.basis_grad(q, j);
-        double flux_j[3];  // ∂a/∂u_j
-        double react_j = p.ds_du * pj;
-        for (int d = 0; d < dim; ++d) {
-          flux_j[d] = p.da_du[d] * pj;
-          for (int e = 0; e < dim; ++e) flux_j[d] += p.da_dg[d * dim + e] * gj[e];
-          react_j += p.ds_dg[d] * gj[d];
-        }
-        for (int i = 0; i < n; ++i) {
-          const double* gi = cv.basis_grad(q, i);
-          double s = react_j * cv.basis(q, i);
-          for (int d = 0; d < dim; ++d) s += flux_j[d] * gi[d];
-          A[i * n + j] += w * s;
-        }
-      }
-    }
-  };
-  assemble_matrix<Blocks::scalar>(space_, *plan_, kernel, form.quadrature_degree.value_or(2 * space_.degree() + 2),
-                                  values, u);
-}
-
-CsrMatrix Assembler::jacobian(const NonlinearForm& form, std::span<const double> u) const {
-  std::vector<double> values = prefaulted_vector<double>(pattern()->nnz());
-  jacobian_into(form, u, values);
-  return CsrMatrix(pattern(), std::move(values));
-}
-
-std::vector<double> Assembler::residual(const NonlinearForm& form, std::span<const double> u) const {
-  std::vector<double> b(space_.num_dofs(), 0.0);
-  residual_into(form, u, b);
-  return b;
-}
 
 }  // namespace fem::assembly

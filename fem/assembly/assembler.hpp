@@ -1,6 +1,10 @@
 // The assembly front end: one Assembler per space holds the cached plan (pattern, slots,
 // colouring) and turns forms into matrices and vectors, into caller-provided views or new
-// objects ready to publish in the store.
+// objects ready to publish in the store. It runs where its executor says: on the host (OpenMP),
+// or on a device executor (CUDA, or the debug device), where the connectivity is built and the
+// bilinear forms the device kernels cover are assembled (device.hpp), copied back into the
+// caller's values or left on the device (matrix_into_device); vectors, nonlinear forms and
+// functionals run on the host whatever the executor.
 //
 //   fem::store().put("mesh/square", fem::mesh::unit_square(fem::CellType::tri3, 64));
 //   fem::assembly::FunctionSpace V("mesh/square", 1);
@@ -17,15 +21,30 @@
 #include "fem/assembly/forms.hpp"
 #include "fem/assembly/plan.hpp"
 #include "fem/csr.hpp"
+#include "fem/gpu/executor.hpp"
 #include "fem/memory.hpp"
 
 namespace fem::assembly {
 
+struct DeviceMesh;
+struct DevicePlan;
+namespace detail {
+class DeviceEngine;
+}
+
 class Assembler {
  public:
-  /// Gets V's plan from the store (or builds and caches it; on `exec` when given a device).
-  explicit Assembler(FunctionSpace V, const gpu::Executor& exec = gpu::Executor::host());
+  /// How a device executor's element matrices reach the CSR values: one launch per colour with
+  /// plain adds (the same bits every run, bitwise symmetric for symmetric forms), or one launch
+  /// over all cells with atomic adds (the last bits depend on the order the device runs them in).
+  enum class Scatter { coloured, atomic };
 
+  /// Gets V's plan from the store (or builds and caches it on `exec`). On a device executor the
+  /// mesh and the element→slot map are uploaded (and cached) at the first device assembly.
+  explicit Assembler(FunctionSpace V, const gpu::Executor& exec = gpu::Executor::host(),
+                     Scatter scatter = Scatter::coloured);
+
+  const gpu::Executor& executor() const noexcept { return exec_; }
   const FunctionSpace& space() const noexcept { return space_; }
   const AssemblyPlan& plan() const noexcept { return *plan_; }
   const std::shared_ptr<const AssemblyPlan>& plan_ptr() const noexcept { return plan_; }
@@ -36,6 +55,20 @@ class Assembler {
   void matrix_into(const Diffusion& form, std::span<double> values) const;
   void matrix_into(const Mass& form, std::span<double> values) const;
   void matrix_into(const Elasticity& form, std::span<double> values) const;
+
+  // --- on a device executor: the values in its memory (device.hpp) -------------------------
+
+  /// A buffer for the CSR values of pattern() in the executor's memory.
+  gpu::DeviceBuffer<double> values_buffer() const;
+  /// Assemble into CSR values on the device (zeroed first): no connectivity work, no host round
+  /// trip but the 4-byte inverted-cell flag read at the end (an inverted or degenerate cell is
+  /// InvalidArgument naming it, as on the host).
+  void matrix_into_device(const Diffusion& form, gpu::DeviceBuffer<double>& values) const;
+  void matrix_into_device(const Mass& form, gpu::DeviceBuffer<double>& values) const;
+  void matrix_into_device(const Elasticity& form, gpu::DeviceBuffer<double>& values) const;
+  /// The device copies of the mesh (cells in colour order) and of the element→slot map.
+  const DeviceMesh& device_mesh() const;
+  const DevicePlan& device_plan() const;
   /// The Jacobian of a nonlinear form at u.
   void jacobian_into(const NonlinearForm& form, std::span<const double> u, std::span<double> values) const;
   /// A user's element kernel (see assemble.hpp), with a quadrature exact to `quadrature_degree`.
@@ -68,8 +101,11 @@ class Assembler {
   void vector_into(const Source& form, std::span<double> b) const;
   void vector_into(const VectorSource& form, std::span<double> b) const;
   void vector_into(const Neumann& form, std::span<double> b) const;
-  /// The residual of a nonlinear form at u.
+  /// The residual of a nonlinear form at u, added to b.
   void residual_into(const NonlinearForm& form, std::span<const double> u, std::span<double> b) const;
+  /// Both in one pass over the cells: the residual added to b, the Jacobian into values.
+  void residual_and_jacobian_into(const NonlinearForm& form, std::span<const double> u, std::span<double> b,
+                                  std::span<double> values) const;
   template <class Kernel>
   void vector_into(const Kernel& kernel, int quadrature_degree, std::span<double> b,
                    std::span<const double> u = {}) const {
@@ -89,8 +125,12 @@ class Assembler {
   int quadrature_degree(int integrand_degree) const;
 
  private:
+  const detail::DeviceEngine* device() const noexcept { return device_.get(); }
+  const detail::DeviceEngine& require_device(const char* what) const;
   FunctionSpace space_;
   std::shared_ptr<const AssemblyPlan> plan_;
+  gpu::Executor exec_;
+  std::shared_ptr<const detail::DeviceEngine> device_;  // on a device executor
 };
 
 }  // namespace fem::assembly

@@ -11,3 +11,4 @@
 #include "fem/assembly/plan.hpp"
 #include "fem/assembly/quadrature.hpp"
 #include "fem/assembly/space.hpp"
+#include "fem/assembly/system.hpp"

@@ -17,26 +17,28 @@
 
 namespace fem::assembly {
 
-namespace {
-
-// A tag that no facet carries: an error naming it and the tags present. A part of a distributed
-// mesh may lack a tag the whole mesh has (its tags were checked on the whole mesh).
-void check_tags(const Mesh& mesh, const FacetSet& set) {
-  if (mesh.tag_of(boundary_facets_name, mesh.tdim() - 1)) return;
-  std::set<int> present(mesh.facet_tags().begin(), mesh.facet_tags().end());
-  for (int tag : set.tags) {
-    if (present.count(tag)) continue;
-    std::string tags;
+void check_facet_tags(const Mesh& mesh, std::span<const int> tags, const Layout& layout) {
+  if (!layout.distributed() && mesh.tag_of(boundary_facets_name, mesh.tdim() - 1))
+    return;  // a part of a distributed mesh, without its layout: the caller checked the whole
+  std::vector<int> present(mesh.facet_tags().begin(), mesh.facet_tags().end());
+  if (const auto internal = mesh.tag_of(boundary_facets_name, mesh.tdim() - 1))
+    present.erase(std::remove(present.begin(), present.end(), *internal), present.end());
+  present = layout.processes().merge(std::move(present));
+  for (int tag : tags) {
+    if (std::binary_search(present.begin(), present.end(), tag)) continue;
+    std::string list;
     for (int t : present) {
       const auto name = mesh.name_of(mesh.tdim() - 1, t);
-      tags += fmt::format("{}{}{}", tags.empty() ? "" : ", ", t, name.empty() ? "" : fmt::format(" ({})", name));
+      list += fmt::format("{}{}{}", list.empty() ? "" : ", ", t, name.empty() ? "" : fmt::format(" ({})", name));
     }
     const auto name = mesh.name_of(mesh.tdim() - 1, tag);
     throw InvalidArgument(fmt::format("mesh '{}' has no boundary facet with tag {}{}; its facet tags are: {}",
                                       mesh.source(), tag, name.empty() ? "" : fmt::format(" ({})", name),
-                                      tags.empty() ? "none" : tags));
+                                      list.empty() ? "none" : list));
   }
 }
+
+namespace {
 
 // For each local facet of a cell type, the cell-local indices of all the facet's nodes in the
 // node order of the facet's Lagrange element: its vertices (as local_facets() orders them),
@@ -105,7 +107,7 @@ SelectedFacets select(const Mesh& mesh, const FacetSet& set, bool with_nodes) {
     }
     return s;
   }
-  check_tags(mesh, set);
+  check_facet_tags(mesh, set.tags);
   for (index_t f = 0; f < mesh.num_facets(); ++f)
     if (std::find(set.tags.begin(), set.tags.end(), mesh.facet_tags()[f]) != set.tags.end()) {
       const auto nodes = mesh.facet(f);

@@ -7,6 +7,7 @@
 
 #include "fem/assembly/forms.hpp"
 #include "fem/assembly/space.hpp"
+#include "fem/layout.hpp"
 
 namespace fem::assembly {
 
@@ -17,6 +18,11 @@ struct FacetSet {
   static FacetSet all() { return {{}, true}; }
   static FacetSet tagged(std::vector<int> tags) { return {std::move(tags), false}; }
 };
+
+/// A tag that no boundary facet of the whole mesh carries is an InvalidArgument naming it and
+/// the facet tags present (with their names), on every process of `layout`. A part of a
+/// distributed mesh checked without its layout is not checked (the whole mesh is).
+void check_facet_tags(const Mesh& mesh, std::span<const int> tags, const Layout& layout = Layout::serial());
 
 /// The vertices of the selected facets (size() / vertices_per_facet facets). A tag that no
 /// facet of the mesh carries is an error naming it and the facet tags present.

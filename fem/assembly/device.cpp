@@ -118,10 +118,8 @@ DeviceMesh upload_mesh(const Mesh& mesh, const gpu::Executor& exec) {
   return d;
 }
 
-DevicePlan upload_plan(const FunctionSpace& V, const AssemblyPlan& plan, const DeviceMesh& mesh,
-                       const gpu::Executor& exec) {
+DevicePlan upload_plan(const AssemblyPlan& plan, const DeviceMesh& mesh, const gpu::Executor& exec) {
   DevicePlan d;
-  d.dof_cells = upload(exec, std::span<const index_t>(V.dofmap().cell_nodes));
   d.dofs_per_cell = plan.connectivity.dofs_per_cell;
   const auto slots = by_position(std::span<const index_t>(plan.connectivity.element_slots),
                                  d.dofs_per_cell * d.dofs_per_cell, std::span<const index_t>(mesh.order));
@@ -137,7 +135,7 @@ TagCoefficient tag_coefficient(const Coefficient& c, const DeviceMesh& mesh, std
                                const char* what) {
   FEM_EXPECTS(c.kind() == Coefficient::Kind::constant || c.kind() == Coefficient::Kind::per_tag,
               "device assembly takes constant or per-tag coefficients; the {} is per cell or a function "
-              "(use the host Assembler)",
+              "(assemble on the host executor)",
               what);
   c.check(cell_tags, what);
   TagCoefficient t;
@@ -185,7 +183,7 @@ std::shared_ptr<const DevicePlan> device_plan(const FunctionSpace& V, const Asse
                                               const DeviceMesh& mesh, const gpu::Executor& exec) {
   auto compute = [&] {
     if (V.store()) V.store()->count("assembly.device_plan_uploads");
-    return upload_plan(V, plan, mesh, exec);
+    return upload_plan(plan, mesh, exec);
   };
   if (V.store() == nullptr) return std::make_shared<const DevicePlan>(compute());
   return V.store()->get_or_compute<DevicePlan>(
@@ -193,28 +191,61 @@ std::shared_ptr<const DevicePlan> device_plan(const FunctionSpace& V, const Asse
       {{V.mesh_key(), V.mesh_version()}}, compute);
 }
 
-DeviceAssembler::DeviceAssembler(FunctionSpace V, gpu::Executor exec, Scatter scatter)
-    : exec_(std::move(exec)),
-      scatter_(scatter),
-      host_(std::move(V), exec_),
-      bad_cell_(exec_, 1),
-      bad_cell_host_(exec_, 1) {
-  const FunctionSpace& S = host_.space();
-  FEM_EXPECTS(S.degree() == 1 && supported_cell(S.mesh().cell_type()),
-              "device assembly covers P1 on triangles and tetrahedra and Q1 on quadrilaterals and hexahedra, "
-              "not {} on {} cells (use the host Assembler)",
-              S.name(), S.mesh().cell_info().name);
-  mesh_ = device_mesh(S, exec_);
-  plan_ = device_plan(S, host_.plan(), *mesh_, exec_);
+namespace detail {
+
+DeviceEngine::DeviceEngine(const FunctionSpace& V, std::shared_ptr<const AssemblyPlan> plan, gpu::Executor exec,
+                           Assembler::Scatter scatter)
+    : space_(V), host_plan_(std::move(plan)), exec_(std::move(exec)), scatter_(scatter) {}
+
+void DeviceEngine::upload_once() const {
+  std::call_once(uploaded_, [&] {
+    FEM_EXPECTS(space_.degree() == 1 && supported_cell(space_.mesh().cell_type()),
+                "device assembly ({}) covers P1 on triangles and tetrahedra and Q1 on quadrilaterals and "
+                "hexahedra, not {} on {} cells (assemble on the host executor)",
+                executor_key(exec_), space_.name(), space_.mesh().cell_info().name);
+    auto mesh = device_mesh(space_, exec_);
+    plan_ = device_plan(space_, *host_plan_, *mesh, exec_);
+    bad_cell_ = gpu::DeviceBuffer<int>(exec_, 1);
+    bad_cell_host_ = gpu::PinnedBuffer<int>(exec_, 1);
+    mesh_ = std::move(mesh);
+  });
 }
 
-const double* DeviceAssembler::tabulation(int quadrature_degree, int* nq) const {
+const DeviceMesh& DeviceEngine::mesh() const {
+  upload_once();
+  return *mesh_;
+}
+
+const DevicePlan& DeviceEngine::plan() const {
+  upload_once();
+  return *plan_;
+}
+
+gpu::DeviceBuffer<double>& DeviceEngine::scratch() const {
+  const std::size_t nnz = host_plan_->pattern().nnz();
+  if (scratch_.size() != nnz) scratch_ = gpu::DeviceBuffer<double>(exec_, nnz);
+  return scratch_;
+}
+
+void DeviceEngine::download(const gpu::DeviceBuffer<double>& device, std::span<double> values) const {
+  if (!exec_.separate_memory()) {
+    device.download(values);
+    exec_.context().synchronize();
+    return;
+  }
+  if (staging_.size() != values.size()) staging_ = gpu::PinnedBuffer<double>(exec_, values.size());
+  device.download(staging_.span());
+  exec_.context().synchronize();
+  std::copy(staging_.data(), staging_.data() + values.size(), values.begin());
+}
+
+const double* DeviceEngine::tabulation(int quadrature_degree, int* nq) const {
   std::lock_guard lock(mutex_);
   auto it = tabs_.find(quadrature_degree);
   if (it == tabs_.end()) {
-    const Quadrature& q = quadrature(space().element(), quadrature_degree);
+    const Quadrature& q = quadrature(space_.element(), quadrature_degree);
     std::vector<double> packed;
-    switch (space().element()) {
+    switch (space_.element()) {
       case CellType::tri3:
         packed = pack_tabulation<Lagrange<CellType::tri3>>(q);
         break;
@@ -236,19 +267,20 @@ const double* DeviceAssembler::tabulation(int quadrature_degree, int* nq) const 
   return it->second.second->data();
 }
 
-struct DeviceAssembler::Run {
+struct DeviceEngine::Run {
   DeviceForm form;
   int quadrature_degree;
   TagCoefficient c0, c1;
   bool plane_stress = false;
 };
 
-void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const {
-  FEM_EXPECTS(values.size() == pattern()->nnz(),
-              "device matrix values: {} given, the pattern has {} nonzeros", values.size(), pattern()->nnz());
+void DeviceEngine::run(const Run& r, gpu::DeviceBuffer<double>& values) const {
+  upload_once();
+  const std::size_t nnz = host_plan_->pattern().nnz();
+  FEM_EXPECTS(values.size() == nnz, "device matrix values: {} given, the pattern has {} nonzeros", values.size(), nnz);
   DeviceJob job;
-  job.cell = space().element();
-  job.bs = space().components();
+  job.cell = space_.element();
+  job.bs = space_.components();
   job.form = r.form;
   job.c0 = r.c0;
   job.c1 = r.c1;
@@ -261,7 +293,7 @@ void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const
   job.slots = plan_->element_slots.data();
   job.colour_offsets = mesh_->colour_offsets.data();
   job.num_colours = mesh_->num_colours();
-  job.atomic = scatter_ == Scatter::atomic;
+  job.atomic = scatter_ == Assembler::Scatter::atomic;
   job.tab = tabulation(r.quadrature_degree, &job.nq);
   job.values = values.data();
   // One launch at a time per assembler: they share the flag.
@@ -275,13 +307,13 @@ void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const
                             ? detail::launch_device_assembly_cuda(exec_, job)
                             : detail::launch_device_assembly<gpu::detail::HostLaunch>(exec_, job);
   FEM_EXPECTS(launched, "device assembly: no kernel for {} with {} components and a {}-point rule",
-              space().name(), job.bs, job.nq);
+              space_.name(), job.bs, job.nq);
   bad_cell_.download(bad_cell_host_.span());
   ctx.synchronize();
   const int bad_cell = bad_cell_host_.data()[0];
   if (bad_cell != none) {
     // Recompute the offending determinant on the host for the message (the same cell_geometry).
-    const Mesh& m = space().mesh();
+    const Mesh& m = space_.mesh();
     double det = 0;
     auto check = [&]<class E>() {
       constexpr int n = E::n, dim = E::dim;
@@ -289,12 +321,12 @@ void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const
       for (int g = 0; g < n; ++g)
         for (int d = 0; d < dim; ++d)
           X[g][d] = m.coords()[static_cast<std::size_t>(m.cell(bad_cell)[g]) * dim + d];
-      const detail::Tabulation<E, E> tab(quadrature(space().element(), r.quadrature_degree));
+      const Tabulation<E, E> tab(quadrature(space_.element(), r.quadrature_degree));
       std::vector<double> weight(tab.nq), grad(tab.nq * n * dim);
-      detail::cell_geometry<E, E, 0>(X, tab.nq, tab.w.data(), tab.dphi.data(), tab.dpsi.data(), weight.data(),
+      cell_geometry<E, E, 0>(X, tab.nq, tab.w.data(), tab.dphi.data(), tab.dpsi.data(), weight.data(),
                                      grad.data(), det);
     };
-    switch (space().element()) {
+    switch (space_.element()) {
       case CellType::tri3:
         check.template operator()<Lagrange<CellType::tri3>>();
         break;
@@ -308,40 +340,34 @@ void DeviceAssembler::run(const Run& r, gpu::DeviceBuffer<double>& values) const
         check.template operator()<Lagrange<CellType::hex8>>();
         break;
     }
-    detail::throw_inverted_cell(m, bad_cell, det);
+    throw_inverted_cell(m, bad_cell, det);
   }
 }
 
-void DeviceAssembler::matrix_into_device(const Diffusion& form, gpu::DeviceBuffer<double>& values) const {
-  FEM_EXPECTS(space().components() == 1, "diffusion needs a scalar space, not {}", space().name());
-  const auto tags = space().mesh().cell_tags();
-  run({DeviceForm::diffusion,
-       host_.quadrature_degree(0),
-       tag_coefficient(form.k, *mesh_, tags, "diffusion coefficient"),
-       {}},
+void DeviceEngine::matrix_into_device(const Diffusion& form, int degree, gpu::DeviceBuffer<double>& values) const {
+  upload_once();
+  run({DeviceForm::diffusion, degree, tag_coefficient(form.k, *mesh_, space_.mesh().cell_tags(), "diffusion coefficient"), {}},
       values);
 }
 
-void DeviceAssembler::matrix_into_device(const Mass& form, gpu::DeviceBuffer<double>& values) const {
-  const auto tags = space().mesh().cell_tags();
-  run({DeviceForm::mass,
-       host_.quadrature_degree(2),
-       tag_coefficient(form.rho, *mesh_, tags, "mass density"),
-       {}},
+void DeviceEngine::matrix_into_device(const Mass& form, int degree, gpu::DeviceBuffer<double>& values) const {
+  upload_once();
+  run({DeviceForm::mass, degree, tag_coefficient(form.rho, *mesh_, space_.mesh().cell_tags(), "mass density"), {}},
       values);
 }
 
-void DeviceAssembler::matrix_into_device(const Elasticity& form, gpu::DeviceBuffer<double>& values) const {
-  FEM_EXPECTS(space().components() == space().mesh().tdim(),
-              "elasticity needs one component per dimension: space {} on a {}D mesh", space().name(),
-              space().mesh().tdim());
-  const auto tags = space().mesh().cell_tags();
-  run({DeviceForm::elasticity, host_.quadrature_degree(0),
-       tag_coefficient(form.young, *mesh_, tags, "Young's modulus"),
-       tag_coefficient(form.poisson, *mesh_, tags, "Poisson's ratio"),
-       form.plane == Elasticity::Plane::stress},
+void DeviceEngine::matrix_into_device(const Elasticity& form, int degree, gpu::DeviceBuffer<double>& values) const {
+  FEM_EXPECTS(space_.components() == space_.mesh().tdim(),
+              "elasticity needs one component per dimension: space {} on a {}D mesh", space_.name(),
+              space_.mesh().tdim());
+  upload_once();
+  const auto tags = space_.mesh().cell_tags();
+  run({DeviceForm::elasticity, degree, tag_coefficient(form.young, *mesh_, tags, "Young's modulus"),
+       tag_coefficient(form.poisson, *mesh_, tags, "Poisson's ratio"), form.plane == Elasticity::Plane::stress},
       values);
 }
+
+}  // namespace detail
 
 #if !defined(FEM_WITH_CUDA)
 bool detail::launch_device_assembly_cuda(const gpu::Executor&, const DeviceJob&) {

@@ -1,21 +1,22 @@
-// Assembly on an executor's memory (a CUDA device, or the debug device that runs the same code
-// path on the CPU): the mesh geometry and the plan's element→slot map are uploaded once and
-// cached in the store as device-resident entries; every assembly then runs one thread per cell
-// (the element math of assemble.hpp and detail/kernels.hpp, shared as __host__ __device__ code)
-// and scatters the element matrix into the CSR values on the device. The cells are coloured so
-// that no two cells of a colour share a node, and each colour is one launch with plain adds:
-// every slot receives its contributions in colour order, so the result is the same bits on
-// every run, and A(i, j) and A(j, i) are bitwise equal (Scatter::atomic, one launch with atomic
-// adds, is kept for comparison).
+// The Assembler's work on a device executor (a CUDA device, or the debug device that runs the
+// same code path on the CPU): the mesh geometry and the plan's element→slot map are uploaded
+// once and cached in the store as device-resident entries; every assembly then runs one thread
+// per cell (the element math of assemble.hpp and detail/kernels.hpp, shared as __host__
+// __device__ code) and scatters the element matrix into the CSR values on the device. The cells
+// are coloured so that no two cells of a colour share a node, and each colour is one launch with
+// plain adds: every slot receives its contributions in colour order, so the result is the same
+// bits on every run, and A(i, j) and A(j, i) are bitwise equal (Assembler::Scatter::atomic, one
+// launch with atomic adds, is kept for comparison).
 //
-//   fem::assembly::DeviceAssembler da(V, fem::gpu::Executor::cuda());
-//   auto values = da.values_buffer();                        // nnz doubles on the device
-//   da.matrix_into_device(fem::assembly::Diffusion{k}, values);  // stays on the device
-//   da.matrix_into(fem::assembly::Mass{}, host_values);      // or copied back for the CPU solver
+//   fem::assembly::Assembler a(V, fem::gpu::Executor::cuda());     // the connectivity built there
+//   auto values = a.values_buffer();                              // nnz doubles on the device
+//   a.matrix_into_device(fem::assembly::Diffusion{k}, values);    // stays on the device
+//   a.matrix_into(fem::assembly::Mass{}, host_values);            // or copied back for the CPU solver
 //
-// Supported: P1 on triangles and tetrahedra, Q1 on quadrilaterals and hexahedra, scalar or one
-// component per dimension; diffusion, mass and elasticity with constant or per-tag
-// coefficients. Anything else is InvalidArgument (use the host Assembler).
+// On the device: P1 on triangles and tetrahedra, Q1 on quadrilaterals and hexahedra, scalar or
+// one component per dimension; diffusion, mass and elasticity with constant or per-tag
+// coefficients (anything else asked of a device executor is InvalidArgument, never a silent
+// host run). Vectors, nonlinear forms and functionals run on the host (Assembler's comment).
 #pragma once
 
 #include <algorithm>
@@ -59,10 +60,9 @@ struct DeviceMesh {
   Residency residency() const noexcept { return where; }
 };
 
-/// A space's DOF map cell nodes and its plan's element→slot map in an executor's memory. Cached
-/// as `<mesh key>#device-plan/<space>/<executor>`, derived from the mesh's version.
+/// A space's element→slot map in an executor's memory. Cached as
+/// `<mesh key>#device-plan/<space>/<executor>`, derived from the mesh's version.
 struct DevicePlan {
-  gpu::DeviceBuffer<index_t> dof_cells;  ///< num_cells × nodes_per_cell (the space's node numbers)
   /// The element→slot map in the mesh's colour order, entry-major: entry k of position p at
   /// [k · num_cells + p] (num_cells × dofs_per_cell² in all).
   gpu::DeviceBuffer<index_t> element_slots;
@@ -70,7 +70,7 @@ struct DevicePlan {
   std::size_t nnz = 0;
   Residency where = Residency::device;
 
-  std::size_t bytes() const noexcept { return sizeof(*this) + dof_cells.bytes() + element_slots.bytes(); }
+  std::size_t bytes() const noexcept { return sizeof(*this) + element_slots.bytes(); }
   Residency residency() const noexcept { return where; }
 };
 
@@ -84,84 +84,52 @@ std::shared_ptr<const DeviceMesh> device_mesh(const FunctionSpace& V, const gpu:
 std::shared_ptr<const DevicePlan> device_plan(const FunctionSpace& V, const AssemblyPlan& plan,
                                               const DeviceMesh& mesh, const gpu::Executor& exec);
 
-class DeviceAssembler {
+namespace detail {
+
+/// The device half of an Assembler on a device executor: the uploads (made on first use), the
+/// tabulations, the launch, and the buffers the values come back through.
+class DeviceEngine {
  public:
-  /// How the element matrices reach the CSR values: one launch per colour with plain adds (the
-  /// same bits every run, bitwise symmetric for symmetric forms), or one launch over all cells
-  /// with atomic adds (the last bits depend on the order the device happens to run them in).
-  enum class Scatter { coloured, atomic };
+  DeviceEngine(const FunctionSpace& V, std::shared_ptr<const AssemblyPlan> plan, gpu::Executor exec,
+               Assembler::Scatter scatter);
 
-  /// The host Assembler of V (its plan built on `exec` or found in the store) and the device
-  /// copies of the mesh and plan (uploaded or found in the store).
-  DeviceAssembler(FunctionSpace V, gpu::Executor exec, Scatter scatter = Scatter::coloured);
-  Scatter scatter() const noexcept { return scatter_; }
+  void matrix_into_device(const Diffusion& form, int quadrature_degree, gpu::DeviceBuffer<double>& values) const;
+  void matrix_into_device(const Mass& form, int quadrature_degree, gpu::DeviceBuffer<double>& values) const;
+  void matrix_into_device(const Elasticity& form, int quadrature_degree, gpu::DeviceBuffer<double>& values) const;
+  /// Copies device values into `values` through a page-locked staging buffer kept here (a copy
+  /// into pageable memory is staged by the driver and costs more than the assembly).
+  void download(const gpu::DeviceBuffer<double>& device, std::span<double> values) const;
+  /// A scratch buffer of the pattern's size for assemblies copied back (one at a time).
+  gpu::DeviceBuffer<double>& scratch() const;
+  std::mutex& scratch_mutex() const noexcept { return scratch_mutex_; }
 
-  const Assembler& host() const noexcept { return host_; }
-  const FunctionSpace& space() const noexcept { return host_.space(); }
-  const gpu::Executor& executor() const noexcept { return exec_; }
-  const std::shared_ptr<const CsrPattern>& pattern() const noexcept { return host_.pattern(); }
-
-  /// A buffer for the CSR values of pattern() in the executor's memory.
-  gpu::DeviceBuffer<double> values_buffer() const {
-    return gpu::DeviceBuffer<double>(exec_, pattern()->nnz());
-  }
-
-  /// Assemble into CSR values on the device (zeroed first): no connectivity work, no host
-  /// round trip but the 4-byte inverted-cell flag read at the end (an inverted or degenerate
-  /// cell is InvalidArgument naming it, as on the host).
-  void matrix_into_device(const Diffusion& form, gpu::DeviceBuffer<double>& values) const;
-  void matrix_into_device(const Mass& form, gpu::DeviceBuffer<double>& values) const;
-  void matrix_into_device(const Elasticity& form, gpu::DeviceBuffer<double>& values) const;
-
-  /// Assemble on the device, then copy the values into `values` (pattern()->nnz() entries).
-  /// The values come back through a page-locked staging buffer kept with the assembler (a
-  /// copy into pageable memory is staged by the driver and costs more than the assembly).
-  template <class Form>
-  void matrix_into(const Form& form, std::span<double> values) const {
-    FEM_EXPECTS(values.size() == pattern()->nnz(), "matrix values: {} given, the pattern has {} nonzeros",
-                values.size(), pattern()->nnz());
-    std::lock_guard lock(scratch_mutex_);
-    if (scratch_.size() != values.size()) scratch_ = values_buffer();
-    matrix_into_device(form, scratch_);
-    if (!exec_.separate_memory()) {
-      scratch_.download(values);
-      exec_.context().synchronize();
-      return;
-    }
-    if (staging_.size() != values.size()) staging_ = gpu::PinnedBuffer<double>(exec_, values.size());
-    scratch_.download(staging_.span());
-    exec_.context().synchronize();
-    std::copy(staging_.data(), staging_.data() + values.size(), values.begin());
-  }
-  template <class Form>
-  CsrMatrix matrix(const Form& form) const {
-    std::vector<double> values(pattern()->nnz());
-    matrix_into(form, values);
-    return CsrMatrix(pattern(), std::move(values));
-  }
-
-  const DeviceMesh& mesh() const noexcept { return *mesh_; }
-  const DevicePlan& plan() const noexcept { return *plan_; }
+  const DeviceMesh& mesh() const;
+  const DevicePlan& plan() const;
 
  private:
   struct Run;
   void run(const Run& r, gpu::DeviceBuffer<double>& values) const;
   const double* tabulation(int quadrature_degree, int* nq) const;
+  void upload_once() const;
 
+  FunctionSpace space_;
+  std::shared_ptr<const AssemblyPlan> host_plan_;
   gpu::Executor exec_;
-  Scatter scatter_;
-  Assembler host_;
-  std::shared_ptr<const DeviceMesh> mesh_;
-  std::shared_ptr<const DevicePlan> plan_;
+  Assembler::Scatter scatter_;
+  mutable std::once_flag uploaded_;
+  mutable std::shared_ptr<const DeviceMesh> mesh_;
+  mutable std::shared_ptr<const DevicePlan> plan_;
   mutable std::mutex mutex_;  // tabs_
   mutable std::map<int, std::pair<int, std::shared_ptr<gpu::DeviceBuffer<double>>>> tabs_;
   mutable std::mutex run_mutex_;  // bad_cell_
   mutable gpu::DeviceBuffer<int> bad_cell_;
+  mutable gpu::PinnedBuffer<int> bad_cell_host_;  // the flag read back after every assembly
   mutable std::mutex scratch_mutex_;
   mutable gpu::DeviceBuffer<double> scratch_;
   mutable gpu::PinnedBuffer<double> staging_;
-  mutable gpu::PinnedBuffer<int> bad_cell_host_;  // the flag read back after every assembly
 };
+
+}  // namespace detail
 
 }  // namespace fem::assembly
 

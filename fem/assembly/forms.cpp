@@ -110,15 +110,32 @@ inline void source_reaction(const Function& f, const double* x, int dim, double*
 
 }  // namespace
 
+NonlinearForm NonlinearForm::pointwise(Flux flux, Reaction reaction, bool uses_points) {
+  FEM_EXPECTS(flux && reaction, "a nonlinear form needs a flux and a reaction");
+  NonlinearForm form;
+  form.uses_points = uses_points;
+  form.integrand = [flux = std::move(flux), reaction = std::move(reaction)](
+                       int points, int dim, const double* x, const double* u, const double* g, double* a,
+                       double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg) {
+    double scratch[3 + 9 + 1 + 3];  // the derivatives, when only values are wanted
+    for (int q = 0; q < points; ++q) {
+      const int v = q * dim;
+      const double* xq = x ? x + v : nullptr;
+      if (da_du) {
+        flux(xq, u[q], g + v, dim, a + v, da_du + v, da_dg + v * dim);
+        reaction(xq, u[q], g + v, dim, s + q, ds_du + q, ds_dg + v);
+      } else {
+        flux(xq, u[q], g + v, dim, a + v, scratch, scratch + 3);
+        reaction(xq, u[q], g + v, dim, s + q, scratch + 12, scratch + 13);
+      }
+    }
+  };
+  return form;
+}
+
 NonlinearForm quasilinear(std::function<double(double)> k, std::function<double(double)> dk_du, Function f) {
   NonlinearForm form;
-  form.flux = [k, dk_du](const double*, double u, const double* g, int dim, double* a, double* da_du, double* da_dg) {
-    linear_flux(k(u), dk_du(u), g, dim, a, da_du, da_dg);
-  };
-  form.reaction = [f](const double* x, double, const double*, int dim, double* s, double* ds_du, double* ds_dg) {
-    source_reaction(f, x, dim, s, ds_du, ds_dg);
-  };
-  form.batch = [k, dk_du, f](int points, int dim, const double* x, const double* u, const double* g, double* a,
+  form.integrand = [k, dk_du, f](int points, int dim, const double* x, const double* u, const double* g, double* a,
                              double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg) {
     if (!da_du) {  // values only
       for (int q = 0; q < points; ++q) {
@@ -145,16 +162,7 @@ NonlinearForm nonlinear_poisson(Function f) {
 
 NonlinearForm bratu(double lambda) {
   NonlinearForm form;
-  form.flux = [](const double*, double, const double* g, int dim, double* a, double* da_du, double* da_dg) {
-    linear_flux(1.0, 0.0, g, dim, a, da_du, da_dg);
-  };
-  form.reaction = [lambda](const double*, double u, const double*, int dim, double* s, double* ds_du, double* ds_dg) {
-    const double e = std::exp(u);
-    *s = -lambda * e;
-    *ds_du = -lambda * e;
-    for (int d = 0; d < dim; ++d) ds_dg[d] = 0;
-  };
-  form.batch = [lambda](int points, int dim, const double*, const double* u, const double* g, double* a,
+  form.integrand = [lambda](int points, int dim, const double*, const double* u, const double* g, double* a,
                         double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg) {
     exp_n(u, s, points);
     for (int q = 0; q < points; ++q) s[q] *= -lambda;
@@ -174,13 +182,7 @@ NonlinearForm p_laplacian(double p, Function f, double epsilon) {
   FEM_EXPECTS(p > 1, "the p-Laplacian needs p > 1, not {}", p);
   NonlinearForm form;
   const double eps2 = epsilon * epsilon;
-  form.flux = [p, eps2](const double*, double, const double* g, int dim, double* a, double* da_du, double* da_dg) {
-    p_flux(p, eps2, g, dim, a, da_du, da_dg);
-  };
-  form.reaction = [f](const double* x, double, const double*, int dim, double* s, double* ds_du, double* ds_dg) {
-    source_reaction(f, x, dim, s, ds_du, ds_dg);
-  };
-  form.batch = [p, eps2, f](int points, int dim, const double* x, const double*, const double* g, double* a,
+  form.integrand = [p, eps2, f](int points, int dim, const double* x, const double*, const double* g, double* a,
                             double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg) {
     double scratch[3 + 9];  // the derivatives, when only values are wanted
     for (int q = 0; q < points; ++q) {

@@ -106,32 +106,32 @@ struct Neumann {
 };
 
 /// A quasilinear form F(u; v) = ∫ a(x, u, ∇u)·∇v + s(x, u, ∇u) v on a scalar space: enough for
-/// -div((1 + u²)∇u) = f, Bratu's -Δu = λ e^u and the p-Laplacian. The callbacks also give the
-/// derivatives the Jacobian needs: da_du[d], da_dg[d * dim + e] = ∂a_d/∂(∇u)_e, and likewise
-/// for s.
+/// -div((1 + u²)∇u) = f, Bratu's -Δu = λ e^u and the p-Laplacian. One description: the
+/// integrand, which gives a and s, and the derivatives the Jacobian needs, at many quadrature
+/// points per call (the assembly gathers about 48: an interpreted or vectorised form pays its
+/// dispatch once per call). A form written one point at a time becomes one through pointwise().
 struct NonlinearForm {
+  /// a, s and their derivatives at `points` points in one call: x[q·dim + d] (nullptr when
+  /// !uses_points), u[q], grad_u[q·dim + d]; out: a and da_du [q·dim + d], da_dg [(q·dim + d)·dim
+  /// + e] = ∂a_d/∂(∇u)_e, s and ds_du [q], ds_dg [q·dim + d]. For a residual alone da_du, da_dg,
+  /// ds_du and ds_dg are nullptr: only a and s are wanted.
+  using Integrand = std::function<void(int points, int dim, const double* x, const double* u, const double* grad_u,
+                                       double* a, double* da_du, double* da_dg, double* s, double* ds_du,
+                                       double* ds_dg)>;
+  /// One point's flux a (and da_du, da_dg) or reaction s (and ds_du, ds_dg), for pointwise().
   using Flux = std::function<void(const double* x, double u, const double* grad_u, int dim, double* a,
                                   double* da_du, double* da_dg)>;
   using Reaction = std::function<void(const double* x, double u, const double* grad_u, int dim, double* s,
                                       double* ds_du, double* ds_dg)>;
-  /// Flux and reaction at all `points` quadrature points of a cell in one call: the same values
-  /// as `flux` and `reaction`, point after point (x[q·dim + d] or nullptr when !uses_points,
-  /// u[q], grad_u[q·dim + d]; out: a and da_du [q·dim + d], da_dg [(q·dim + d)·dim + e], s and
-  /// ds_du [q], ds_dg [q·dim + d]). For a residual alone da_du, da_dg, ds_du and ds_dg are
-  /// nullptr: only a and s are wanted.
-  using Batch = std::function<void(int points, int dim, const double* x, const double* u, const double* grad_u,
-                                   double* a, double* da_du, double* da_dg, double* s, double* ds_du,
-                                   double* ds_dg)>;
-  Flux flux;
-  Reaction reaction;
-  /// Optional: one call per cell instead of two per quadrature point (16 points per triangle at
-  /// the default degree 4), which is what Newton's assembled problems use when it is set. The
-  /// library's forms set it; a form that changes flux or reaction must reset or replace it.
-  Batch batch;
-  /// Whether flux, reaction and batch read x; false spares computing the quadrature points.
+
+  Integrand integrand;
+  /// Whether the integrand reads x; false spares computing the quadrature points.
   bool uses_points = true;
   /// Quadrature degree; by default 2·(degree of the space) + 2.
   std::optional<int> quadrature_degree;
+
+  /// The form of a flux and a reaction given one point at a time (called point after point).
+  static NonlinearForm pointwise(Flux flux, Reaction reaction, bool uses_points = true);
 };
 
 /// -div(k(u) ∇u) = f with k and dk/du given.

@@ -34,7 +34,8 @@ struct Request {  // a key and the rank that asks
 
 }  // namespace
 
-IndexMap::IndexMap(const assembly::FunctionSpace& V, MPI_Comm comm) : comm_(comm), block_(V.components()) {
+IndexMap::IndexMap(const assembly::FunctionSpace& V, MPI_Comm comm)
+    : comm_(comm), group_(comm), block_(V.components()) {
   FEM_EXPECTS(V.store() != nullptr && !V.mesh_key().empty(),
               "a distributed index map needs a space on a mesh published by fem::dist::distribute");
   const auto dist = distribution(V.mesh_key(), *V.store());

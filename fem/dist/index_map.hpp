@@ -19,18 +19,20 @@
 #include "fem/assembly/boundary.hpp"
 #include "fem/assembly/space.hpp"
 #include "fem/dist/handles.hpp"
+#include "fem/dist/session.hpp"
+#include "fem/layout.hpp"
 #include "fem/store.hpp"
 
 namespace fem::dist {
 
 /// Which form a local vector is in (see the file comment).
-enum class Sums { partial, consistent };
+using Sums = fem::Sums;
 
 /// Global numbers of a space's nodes (a node carries `block` consecutive DOFs, one per
 /// component). Every rank owns a contiguous range of nodes; a node on several ranks is owned by
 /// one of them: mesh vertices by the mesh node's owner, edge nodes (P2, Q2) by the lowest rank
 /// whose cells hold the edge, cell nodes (Q2) by the cell's rank.
-class IndexMap {
+class IndexMap final : public Layout {
  public:
   IndexMap(const assembly::FunctionSpace& V, MPI_Comm comm);
   ~IndexMap();
@@ -53,6 +55,12 @@ class IndexMap {
   }
   bool owns_node(index_t local_node) const noexcept { return position_[local_node] < owned_; }
   bool owns_dof(index_t local_dof) const noexcept { return owns_node(local_dof / block_); }
+
+  // --- fem::Layout: local DOF vectors over the communicator ------------------------------
+  const Processes& processes() const noexcept override { return group_; }
+  bool distributed() const noexcept override { return true; }
+  std::int64_t global_size(std::size_t) const override { return global_dofs(); }
+  bool owns(index_t local_dof) const noexcept override { return owns_dof(local_dof); }
   /// Coordinates of the owned nodes in global order (gdim() each): rigid-body modes for AMG.
   std::span<const double> owned_coordinates() const noexcept { return owned_coordinates_; }
   int gdim() const noexcept { return gdim_; }
@@ -61,9 +69,9 @@ class IndexMap {
 
   /// partial → consistent: the contributions of every rank summed into the owner, then copied
   /// to every rank that has the DOF.
-  void accumulate(std::span<double> local) const;
+  void accumulate(std::span<double> local) const override;
   /// Every entry replaced by the maximum over the ranks that have the DOF.
-  void maximize(std::span<double> local) const;
+  void maximize(std::span<double> local) const override;
   /// A new PETSc vector of this layout (owned_dofs() entries here, global_dofs() in all);
   /// the caller destroys it (VecDestroy).
   Vec create_vector() const;
@@ -72,7 +80,7 @@ class IndexMap {
   /// The local values (owned and ghosts) of a global vector: consistent.
   void from_petsc(Vec global, std::span<double> local) const;
   /// Σ over the owned entries of consistent vectors, summed over ranks.
-  double dot(std::span<const double> a, std::span<const double> b) const;
+  double dot(std::span<const double> a, std::span<const double> b) const override;
   /// The whole vector on `root` in global DOF order (empty elsewhere), from consistent values.
   std::vector<double> gather(std::span<const double> local, int root = 0) const;
 
@@ -83,6 +91,7 @@ class IndexMap {
   // The copies of every DOF combined into its owner (a sum or a maximum), then copied back.
   void combine(std::span<double> local, bool maximum) const;
   MPI_Comm comm_;
+  Group group_;
   int block_ = 1;
   index_t owned_ = 0, first_ = 0, global_nodes_ = 0;
   std::vector<index_t> global_;    // per local node

@@ -85,16 +85,16 @@ std::shared_ptr<const PetscMatrix> petsc_matrix(Store& store, const std::string&
     register_collective(store, entry);
     detail::collect_garbage(comm);
     // The last holder gave it back: nobody else can see the values change.
-    const bool recyclable = retired && retired.use_count() == 1 && retired->map_ptr() == map &&
-                            (retired->pattern() == A.value->pattern_ptr() ||
-                             retired->pattern()->same_structure(A.value->pattern()));
+    auto reclaimed = Store::reclaim(std::move(retired));
+    const bool recyclable = reclaimed && reclaimed->map_ptr() == map &&
+                            (reclaimed->pattern() == A.value->pattern_ptr() ||
+                             reclaimed->pattern()->same_structure(A.value->pattern()));
     if (all(comm, recyclable)) {
-      auto m = std::const_pointer_cast<PetscMatrix>(std::move(retired));
-      m->refill(*A.value);
+      reclaimed->refill(*A.value);
       store.count("dist.coo_fills");
-      return std::shared_ptr<const PetscMatrix>(std::move(m));
+      return std::shared_ptr<const PetscMatrix>(std::move(reclaimed));
     }
-    retired.reset();
+    reclaimed.reset();
     auto m = std::make_shared<PetscMatrix>(*A.value, map);  // non-const: a later version may refill it
     store.count("dist.coo_preallocations");
     store.count("dist.coo_fills");

@@ -219,4 +219,25 @@ void register_collective(Store& store, const std::string& key) {
   collective_entries().insert({&store, key});
 }
 
+int Group::size() const noexcept { return dist::size(comm_); }
+int Group::rank() const noexcept { return dist::rank(comm_); }
+void Group::agree(std::exception_ptr failure) const { dist::agree(comm_, failure); }
+double Group::sum(double v) const { return dist::sum(comm_, v); }
+std::int64_t Group::sum(std::int64_t v) const { return dist::sum(comm_, v); }
+double Group::max(double v) const { return dist::max(comm_, v); }
+
+void Group::broadcast(std::string& s) const {
+  int n = static_cast<int>(s.size());
+  MPI_Bcast(&n, 1, MPI_INT, 0, comm_);
+  s.resize(static_cast<std::size_t>(n));
+  MPI_Bcast(s.data(), n, MPI_CHAR, 0, comm_);
+}
+
+std::vector<int> Group::merge(std::vector<int> set) const {
+  std::vector<std::vector<int>> send(static_cast<std::size_t>(size()), Processes::merge(std::move(set)));
+  std::vector<int> all;
+  for (const auto& got : dist::exchange<int>(comm_, send)) all.insert(all.end(), got.begin(), got.end());
+  return Processes::merge(std::move(all));
+}
+
 }  // namespace fem::dist

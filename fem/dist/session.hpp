@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "fem/error.hpp"
+#include "fem/layout.hpp"
 #include "fem/store.hpp"
 
 namespace fem::dist {
@@ -70,6 +71,25 @@ template <class F>
 auto collective(MPI_Comm comm, F&& f) -> std::invoke_result_t<F> {
   return agreed(std::forward<F>(f), [comm](std::exception_ptr failure) { agree(comm, failure); });
 }
+
+/// The processes of a communicator as the library's front ends and problem layer see them
+/// (fem::Processes): agree, reductions, broadcast, merge, collective over `comm`.
+class Group final : public Processes {
+ public:
+  explicit Group(MPI_Comm comm = MPI_COMM_WORLD) : comm_(comm) {}
+  MPI_Comm comm() const noexcept { return comm_; }
+  int size() const noexcept override;
+  int rank() const noexcept override;
+  void agree(std::exception_ptr failure) const override;
+  double sum(double v) const override;
+  std::int64_t sum(std::int64_t v) const override;
+  double max(double v) const override;
+  void broadcast(std::string& s) const override;
+  std::vector<int> merge(std::vector<int> set) const override;
+
+ private:
+  MPI_Comm comm_;
+};
 
 /// Collective: whether a condition holds on every process (MPI_LAND).
 bool all(MPI_Comm comm, bool local);

@@ -9,28 +9,15 @@
 
 namespace fem::dist {
 
-std::string_view to_string(Method m) noexcept {
-  switch (m) {
-    case Method::mumps:
-      return "mumps";
-    case Method::gamg:
-      return "gamg";
-    case Method::hypre:
-      return "hypre";
-  }
-  return "?";
+std::string_view method(const solve::Options& o) noexcept {
+  if (o.backend == solve::Backend::mumps) return o.spd ? "cholesky" : "lu";
+  return o.spd ? "cg" : "gmres";
 }
 
-std::optional<Method> method_from_name(std::string_view name) noexcept {
-  for (Method m : {Method::mumps, Method::gamg, Method::hypre})
-    if (to_string(m) == name) return m;
-  return std::nullopt;
-}
-
-std::string solver_key(const std::string& key, const SolverOptions& o) {
-  if (o.method == Method::mumps)
+std::string solver_key(const std::string& key, const solve::Options& o) {
+  if (o.backend == solve::Backend::mumps)
     return fmt::format("{}#factor/mumps{}{}", key, o.spd ? "/cholesky" : "", o.lag ? "/lagged" : "");
-  return fmt::format("{}#ksp/{}{}", key, to_string(o.method), o.lag ? "/lagged" : "");
+  return fmt::format("{}#ksp/{}{}", key, solve::to_string(o.backend), o.lag ? "/lagged" : "");
 }
 
 namespace {
@@ -54,8 +41,10 @@ void set_rigid_body_modes(Mat A, const IndexMap& map) {
 
 }  // namespace
 
-Solver::Solver(std::shared_ptr<const PetscMatrix> A, const SolverOptions& options, std::string key)
+Solver::Solver(std::shared_ptr<const PetscMatrix> A, const solve::Options& options, std::string key)
     : A_(std::move(A)), options_(options), key_(std::move(key)) {
+  FEM_EXPECTS(solve::distributed(options_.backend), "'{}': {} is no distributed backend (mumps, gamg, hypre)", key_,
+              solve::to_string(options_.backend));
   const MPI_Comm comm = A_->map().comm();
   Mat mat = A_->mat();
   FEM_PETSC(KSPCreate(comm, &ksp_));
@@ -67,18 +56,20 @@ Solver::Solver(std::shared_ptr<const PetscMatrix> A, const SolverOptions& option
   PC pc;
   FEM_PETSC(KSPGetPC(ksp_, &pc));
   FEM_PETSC(KSPSetType(ksp_, !krylov() ? KSPPREONLY : options_.spd ? KSPCG : KSPGMRES));
-  switch (options_.method) {
-    case Method::mumps:
+  switch (options_.backend) {
+    case solve::Backend::mumps:
       FEM_PETSC(PCSetType(pc, options_.spd ? PCCHOLESKY : PCLU));
       FEM_PETSC(PCFactorSetMatSolverType(pc, MATSOLVERMUMPS));
       break;
-    case Method::gamg:
+    case solve::Backend::gamg:
       set_rigid_body_modes(mat, A_->map());
       FEM_PETSC(PCSetType(pc, PCGAMG));
       break;
-    case Method::hypre:
+    case solve::Backend::hypre:
       FEM_PETSC(PCSetType(pc, PCHYPRE));
       FEM_PETSC(PCHYPRESetType(pc, "boomeramg"));
+      break;
+    default:
       break;
   }
   if (krylov()) {
@@ -100,7 +91,7 @@ Solver::~Solver() {
 
 std::size_t Solver::bytes() const noexcept {
   std::size_t b = sizeof(*this);
-  if (options_.method == Method::mumps) {
+  if (options_.backend == solve::Backend::mumps) {
     PC pc;
     Mat F = nullptr;
     KSPGetPC(ksp_, &pc);
@@ -122,40 +113,44 @@ void Solver::update(std::shared_ptr<const PetscMatrix> A, Store& store) {
     baseline_ = -1;
     refresh_next_ = false;
     store.count("dist.preconditioner_setups");
+    store.count("solve.factorizations");
+    store.count("solve.refactorizations");
   } else {
     store.count("dist.preconditioner_reuses");
   }
 }
 
-DistSolveReport Solver::solve(std::span<const double> b, Sums form, std::span<double> x) const {
-  return run(b, form, x, false);
+solve::SolveReport Solver::solve(std::span<const double> b, Sums form, std::span<double> x, bool check) const {
+  return run(b, form, x, false, check);
 }
 
-DistSolveReport Solver::solve(std::span<const double> B, Sums form, std::span<double> X, index_t nrhs) const {
+solve::SolveReport Solver::solve(std::span<const double> B, Sums form, std::span<double> X, index_t nrhs,
+                                 bool transpose, bool check) const {
   const auto n = static_cast<std::size_t>(A_->map().local_dofs());
   collective(A_->map().comm(), [&] {
     FEM_EXPECTS(nrhs >= 0 && B.size() == n * static_cast<std::size_t>(nrhs) && X.size() == B.size(),
                 "'{}': {} right-hand sides of {} local DOFs need {} entries, B has {} and X {}", key_, nrhs,
                 n, n * static_cast<std::size_t>(std::max(nrhs, 0)), B.size(), X.size());
   });
-  DistSolveReport total;
+  solve::SolveReport total;
   for (index_t k = 0; k < nrhs; ++k) {
-    const auto r = run(B.subspan(k * n, n), form, X.subspan(k * n, n), false);
+    const auto r = run(B.subspan(k * n, n), form, X.subspan(k * n, n), transpose, check);
     total.iterations += r.iterations;
-    total.relative_residual = std::max(total.relative_residual, r.relative_residual);
-    total.preconditioner_reused = r.preconditioner_reused;
+    total.residual = std::max(total.residual, r.residual);
   }
   return total;
 }
 
-DistSolveReport Solver::solve_transpose(std::span<const double> b, Sums form, std::span<double> x) const {
-  FEM_EXPECTS(options_.method == Method::mumps || options_.spd,
-              "'{}': transpose solves need MUMPS or a symmetric matrix (CG), not {} with GMRES", key_,
-              to_string(options_.method));
-  return run(b, form, x, true);
+solve::SolveReport Solver::solve_transpose(std::span<const double> b, Sums form, std::span<double> x,
+                                           bool check) const {
+  return run(b, form, x, true, check);
 }
 
-DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<double> x, bool transpose) const {
+solve::SolveReport Solver::run(std::span<const double> b, Sums form, std::span<double> x, bool transpose,
+                               bool check) const {
+  FEM_EXPECTS(!transpose || options_.backend == solve::Backend::mumps || options_.spd,
+              "'{}': transpose solves need MUMPS or a symmetric matrix (CG), not {} with GMRES", key_,
+              solve::to_string(options_.backend));
   const IndexMap& map = A_->map();
   collective(map.comm(), [&] {
     FEM_EXPECTS(b.size() == x.size() && b.size() == static_cast<std::size_t>(map.local_dofs()),
@@ -164,8 +159,7 @@ DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<doub
   });
   // Work vectors made once per solver (solves are main-thread and collective).
   if (!b_) b_ = map.create_vector(), x_ = map.create_vector(), r_ = map.create_vector();
-  DistSolveReport report;
-  report.preconditioner_reused = reused_;
+  solve::SolveReport report;
   map.to_petsc(b, form, b_);
   KSPConvergedReason reason;
   auto attempt = [&] {
@@ -187,7 +181,6 @@ DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<doub
     reused_ = false;
     baseline_ = -1;
     refresh_next_ = false;
-    report.preconditioner_reused = false;
     attempt();
   }
   if (reason < 0) {
@@ -196,7 +189,7 @@ DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<doub
     KSPGetPC(ksp_, &pc);
     PCGetFailedReason(pc, &pc_reason);
     throw NumericalError(fmt::format(
-        "'{}': the distributed {} solve failed: {}{}", key_, to_string(options_.method),
+        "'{}': the distributed {} solve failed: {}{}", key_, solve::to_string(options_.backend),
         KSPConvergedReasons[reason],
         pc_reason != PC_NOERROR ? fmt::format(" ({})", PCFailedReasons[pc_reason]) : std::string()));
   }
@@ -204,8 +197,8 @@ DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<doub
   // A Krylov method stops at rtol: asking for less than the check is the user's choice.
   const double limit = krylov() ? std::max(options_.max_relative_residual, 1.5 * options_.rtol)
                                 : options_.max_relative_residual;
-  report.relative_residual = -1;
-  if (std::isfinite(limit)) {
+  report.residual = -1;
+  if (check && std::isfinite(limit)) {
     if (transpose)
       FEM_PETSC(MatMultTranspose(A_->mat(), x_, r_));
     else
@@ -214,12 +207,12 @@ DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<doub
     PetscReal rnorm = 0, bnorm = 0;
     FEM_PETSC(VecNorm(r_, NORM_2, &rnorm));
     FEM_PETSC(VecNorm(b_, NORM_2, &bnorm));
-    report.relative_residual = bnorm > 0 ? rnorm / bnorm : rnorm;
-    if (!(report.relative_residual <= limit))
+    report.residual = bnorm > 0 ? rnorm / bnorm : rnorm;
+    if (!(report.residual <= limit))
       throw NumericalError(
           fmt::format("'{}': the distributed {} solve is inaccurate: relative residual {:.3g} > {:.3g}"
                       " (a singular matrix? a Dirichlet condition missing?)",
-                      key_, to_string(options_.method), report.relative_residual, limit));
+                      key_, solve::to_string(options_.backend), report.residual, limit));
   }
   map.from_petsc(x_, x);
   // The lag's bookkeeping: every rank sees the same global iteration count.
@@ -233,7 +226,7 @@ DistSolveReport Solver::run(std::span<const double> b, Sums form, std::span<doub
 }
 
 std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
-                                     std::shared_ptr<const IndexMap> map, const SolverOptions& options,
+                                     std::shared_ptr<const IndexMap> map, const solve::Options& options,
                                      std::shared_ptr<const Solver> retired) {
   const MPI_Comm comm = map->comm();
   const auto A = collective_input(comm, store, key, *map);
@@ -245,26 +238,27 @@ std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
   return collective_get_or_compute<Solver>(comm, store, entry, {{key, A.version}}, [&] {
     register_collective(store, entry);
     detail::collect_garbage(comm);
-    const bool recyclable = retired && retired.use_count() == 1 && retired->matrix().map_ptr() == map &&
-                            retired->options() == options;
+    auto reclaimed = Store::reclaim(std::move(retired));
+    const bool recyclable = reclaimed && reclaimed->matrix().map_ptr() == map && reclaimed->options() == options;
     if (all(comm, recyclable)) {
-      auto s = std::const_pointer_cast<Solver>(std::move(retired));
       // The solver's hold on the old PetscMatrix is given back too, so that it is refilled.
-      std::shared_ptr<const PetscMatrix> old = std::move(s->A_);
+      std::shared_ptr<const PetscMatrix> old = std::move(reclaimed->A_);
       const Mat old_mat = old->mat();
       auto matrix = petsc_matrix(store, key, map, std::move(old));
       // The same Mat, refilled: the KSP keeps its factor or hierarchy. A new Mat (the old one was
       // still held elsewhere) gets a new KSP: swapping operators under MUMPS is not safe.
       if (all(comm, matrix->mat() == old_mat)) {
-        s->update(std::move(matrix), store);
-        return std::shared_ptr<const Solver>(std::move(s));
+        reclaimed->update(std::move(matrix), store);
+        return std::shared_ptr<const Solver>(std::move(reclaimed));
       }
     }
-    retired.reset();
+    reclaimed.reset();
     auto matrix = petsc_matrix(store, key, map);
     auto s = std::make_shared<Solver>(std::move(matrix), options, entry);
     store.count("dist.solver_setups");
     store.count("dist.preconditioner_setups");
+    store.count("solve.symbolic_analyses");  // a new factor's analysis, or a new AMG hierarchy
+    store.count("solve.factorizations");
     return std::shared_ptr<const Solver>(std::move(s));
   });
 }

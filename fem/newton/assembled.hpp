@@ -15,8 +15,11 @@ namespace fem::newton {
 /// F(u) = the form's residual with the constrained rows zeroed; J(u) = its Jacobian with the
 /// constrained rows and columns replaced by the identity (symmetric problems stay symmetric).
 /// u must already hold the Dirichlet values (assembly::set_dirichlet(bc, u)); Newton steps then
-/// never change them.
+/// never change them. `solver` becomes the problem's (Problem::solver); on a distributed mesh
+/// (fem::dist::make_solver) its layout sums every process's part of F into the global residual,
+/// and `bc` must be the conditions of every process (assembly::dirichlet_values with the layout).
 Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, assembly::NonlinearForm form,
-                          assembly::DirichletValues bc, std::string name, Store& store = fem::store());
+                          assembly::DirichletValues bc, std::string name, Store& store = fem::store(),
+                          std::shared_ptr<solve::LinearSolver> solver = nullptr);
 
 }  // namespace fem::newton

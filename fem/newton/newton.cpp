@@ -1,7 +1,7 @@
-// Newton's method over the store: the Jacobian is published under "<name>/J" and factorized
-// through the solve kernel's cache (or the problem's LinearSolver); lagging keeps the
-// factorization object of an older version. Every norm and inner product goes through Inner,
-// the problem's `dot` when it has one, so a distributed problem takes its decisions globally.
+// Newton's method over the store: the Jacobian is published under "<name>/J" and factorized by
+// the problem's LinearSolver (the serial cache by default); lagging solves with the
+// factorization of an older version. Every norm and inner product goes through the solver's
+// layout, so a distributed problem takes its decisions globally.
 #include "fem/newton/newton.hpp"
 
 #include <algorithm>
@@ -49,34 +49,18 @@ namespace {
 
 using clock = std::chrono::steady_clock;
 
-double euclidean_norm(std::span<const double> v) {
-  double s = 0;
-  for (double x : v) s += x * x;
-  return std::sqrt(s);
-}
-
 bool finite(double x) { return std::isfinite(x); }
 
-double euclidean_dot(std::span<const double> a, std::span<const double> b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-// The problem's inner product and its norm: Problem::dot when it has one (on a distributed
-// problem a global reduction, so every process sees the same value), Euclidean otherwise.
+// The problem's inner product (its solver's layout: on a distributed problem a global
+// reduction, so every process sees the same value) and its norm.
 class Inner {
  public:
-  explicit Inner(const Problem& problem) : hook_(problem.dot ? &problem.dot : nullptr) {}
-  double dot(std::span<const double> a, std::span<const double> b) const {
-    return hook_ ? (*hook_)(a, b) : euclidean_dot(a, b);
-  }
-  double norm(std::span<const double> v) const {
-    return hook_ ? std::sqrt((*hook_)(v, v)) : euclidean_norm(v);
-  }
+  explicit Inner(const Layout& layout) : layout_(layout) {}
+  double dot(std::span<const double> a, std::span<const double> b) const { return layout_.dot(a, b); }
+  double norm(std::span<const double> v) const { return std::sqrt(layout_.dot(v, v)); }
 
  private:
-  const decltype(Problem::dot)* hook_;
+  const Layout& layout_;
 };
 
 // Anderson acceleration (type II) of the steps δ_k = J₀⁻¹F(u_k) taken with one factorization
@@ -177,10 +161,9 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
   FEM_EXPECTS(options.lagging.max_reuse >= 1, "Jacobian lag must be at least 1, not {}", options.lagging.max_reuse);
   FEM_EXPECTS(options.lagging.anderson >= 0 && options.lagging.anderson <= Anderson::kMaxDepth,
               "Anderson depth must be in [0, {}], not {}", Anderson::kMaxDepth, options.lagging.anderson);
-  const Problem::LinearSolver* linear_solver = problem.linear_solver ? &*problem.linear_solver : nullptr;
-  FEM_EXPECTS(!linear_solver || (linear_solver->refresh && linear_solver->solve),
-              "Newton problem '{}': a linear_solver needs both refresh and solve", problem.name);
-  const Inner inner(problem);
+  const std::shared_ptr<solve::LinearSolver> solver =
+      problem.solver ? problem.solver : solve::make_solver(options.linear);
+  const Inner inner(solver->layout());
   Store& store = *problem.store;
   const std::string jacobian_key = problem.name + "/J";
   const auto start = clock::now();
@@ -237,42 +220,23 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
   const double f0 = fnorm;
   const double divergence_limit = options.divergence_tolerance * std::max(f0, options.atol);
 
-  // The linear solver: a factorization from the solve kernel's cache, or the problem's
-  // LinearSolver. Either may hold an older Jacobian than the latest J: lagging.
-  std::shared_ptr<const solve::Factorization> factors;
+  // The solver may hold the factorization of an older J than the latest: lagging.
   bool factorized = false;
-  // Factorize the Jacobian just published: an empty string, or why not.
+  // Factorize the Jacobian just published: an empty string, or why not. When the solver holds
+  // the last reference to the previous factorization (the put dropped the store's), the solve
+  // kernel refactorizes into its memory instead of a new one.
   auto factorize = [&]() -> std::string {
     try {
-      if (linear_solver) {
-        const solve::Result r = linear_solver->refresh(store, jacobian_key);
-        if (r.ok()) return {};
-        return fmt::format("linear_solver.refresh of '{}' failed ({}): {}", jacobian_key,
-                           solve::to_string(r.status), r.reason);
-      }
-      // The put dropped the store's entry of the old factorization: when `factors` is its
-      // last holder, the solve kernel refactorizes into its memory instead of a new one.
-      factors = solve::factorization(store, jacobian_key, std::move(factors), options.linear);
+      solver->factorize(store, jacobian_key);
       return {};
     } catch (const NumericalError& e) {
-      return linear_solver ? fmt::format("linear_solver.refresh of '{}' threw: {}", jacobian_key, e.what())
-                           : std::string(e.what());
+      return fmt::format("the factorization of '{}' failed: {}", jacobian_key, e.what());
     }
   };
   // δ = J⁻¹F with the last factorization.
   auto linear_solve = [&]() -> solve::SolveReport {
     ++result.linear_solves;
-    if (linear_solver) {
-      try {
-        return linear_solver->solve(F, delta);
-      } catch (const NumericalError& e) {
-        return {solve::Status::backend_error, e.what()};
-      }
-    }
-    // Solves with a held factorization count with the store path's (one right-hand side each).
-    store.count("solve.solves");
-    store.count("solve.rhs");
-    return factors->solve(F, delta);
+    return solver->solve(F, delta, Sums::consistent);
   };
   Anderson anderson(options.lagging.anderson, inner);  // over the steps of the last factorization
   int uses_since_refresh = 0;
@@ -313,10 +277,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
       const solve::SolveReport report = timed(timings.solve, linear_solve);
       if (!report.ok()) {
         if (refreshed) {
-          result.message =
-              fmt::format("{} of '{}' failed ({}): {}",
-                          linear_solver ? "linear_solver.solve" : "the solve with the factorization",
-                          jacobian_key, solve::to_string(report.status), report.reason);
+          result.message = report.reason;
           return finish(Reason::diverged_linear_solve);
         }
         if (!refresh()) return finish(Reason::diverged_linear_solve);

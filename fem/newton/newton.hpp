@@ -1,9 +1,10 @@
 // libfem_newton: Newton's method with line search and Jacobian lagging over the shared store.
 // The Jacobian is published under the problem's key and factorized through the solve kernel's
 // cache, so the symbolic analysis is done once per pattern, a refreshed Jacobian costs one
-// numeric factorization, and a lagged one costs nothing but the solve. Two optional hooks of the
-// Problem run it on a distributed problem: every norm and inner product through `dot` (a global
-// reduction), every linear solve through `linear_solver` (e.g. PETSc/MUMPS on the store's key).
+// numeric factorization, and a lagged one costs nothing but the solve. The linear solves go
+// through the problem's solve::LinearSolver (the serial cache by default; fem::dist::make_solver
+// for a distributed mesh), and every norm through its layout: the same code runs on one process
+// or many.
 //
 //   fem::newton::Problem p = fem::newton::assembled_problem(assembler, fem::assembly::bratu(6.0), bc, "bratu");
 //   std::vector<double> u(assembler.space().num_dofs(), 0.0);
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "fem/csr.hpp"
+#include "fem/solve/linear_solver.hpp"
 #include "fem/solve/solve.hpp"
 #include "fem/store.hpp"
 
@@ -96,7 +98,10 @@ struct Options {
   double armijo = 1e-4;                ///< α of the sufficient-decrease test
   double min_step_length = 1.0 / 1024; ///< the line search gives up below this λ
   Lagging lagging;                     ///< full Newton by default
-  solve::Options linear;               ///< how the Jacobian is factorized (not with a linear_solver)
+  /// The serial solver Newton makes when the problem brings none. Its residuals are not
+  /// checked by default: Newton's own residual judges every step (a singular or inaccurate
+  /// solve shows as a step that does not reduce it, and line search or a refresh follows).
+  solve::Options linear = {.max_relative_residual = std::numeric_limits<double>::infinity()};
   Monitor monitor;                     ///< called after every iteration (and for the guess)
 };
 
@@ -115,42 +120,22 @@ struct Problem {
   /// at the price of one unused Jacobian for the iterate that converges.
   std::function<CsrMatrix(std::span<const double> u, std::span<double> F)> residual_and_jacobian;
   Store* store = &fem::store();
-
-  // Hooks for a distributed problem, where each process runs Newton on its local vectors (its
-  // owned and ghost DOFs, every entry holding the global value) and its local Jacobian. Every
-  // decision Newton takes (the stops, the line search's steps, the refreshes) comes from the
-  // norms and from the linear solver's outcomes, so with `dot` a global reduction and a
-  // linear_solver whose outcomes are the same on every process (a collective refresh and solve),
-  // every process takes the same ones.
-
-  /// Optional: the inner product of two vectors of this problem (a distributed problem sums over
-  /// the entries each process owns, then over processes). Every norm Newton takes (residual,
-  /// step, ‖u‖, Anderson's Gram products, the line search) goes through it, a norm as
-  /// √dot(v, v). Default: Euclidean.
-  std::function<double(std::span<const double> a, std::span<const double> b)> dot;
-  /// Optional: replaces the store's factorization cache for J δ = F. Timings::factorization
-  /// times `refresh`, Timings::solve times `solve`; Options::linear is not used.
-  struct LinearSolver {
-    /// J(u) was just published under `key` (a new version): factorize it (or set up a
-    /// preconditioner). A failure is a solve::Result that is not ok, or a NumericalError thrown:
-    /// Newton stops with diverged_linear_solve and the reason in Result::message.
-    std::function<solve::Result(Store& store, const std::string& key)> refresh;
-    /// δ = J⁻¹F with the last refreshed Jacobian (lagged Jacobians reuse it). A report that is
-    /// not ok is handled like a failed solve with a cached factorization: with a reused Jacobian
-    /// Newton refreshes it and solves again, with a fresh one it stops (diverged_linear_solve).
-    std::function<solve::SolveReport(std::span<const double> F, std::span<double> delta)> solve;
-  };
-  std::optional<LinearSolver> linear_solver;
+  /// The solver of J δ = F: factorize() after each refreshed Jacobian is published (a new
+  /// version of `<name>/J`), solve() with the last one for as many iterations as the lag allows.
+  /// Its layout() gives every norm and inner product (a distributed problem: global reductions,
+  /// so that every process takes the same decisions) and the vectors are consistent. Null:
+  /// Newton makes a serial one from Options::linear for the solve.
+  std::shared_ptr<solve::LinearSolver> solver;
 };
 
 /// Where a solve's wall time went (seconds). factorization includes the symbolic analysis when
 /// the pattern had none cached (see Result::symbolic_analyses); other is the rest (norms, their
-/// reductions through Problem::dot included, updates, store bookkeeping, the monitor).
+/// reductions included, updates, store bookkeeping, the monitor).
 struct Timings {
   double residual = 0;       ///< residual evaluations (assembly of F), line search included
   double jacobian = 0;       ///< Jacobian assembly (with the residual, when fused; see Problem)
-  double factorization = 0;  ///< numeric factorizations through the solve cache (or LinearSolver::refresh)
-  double solve = 0;          ///< triangular solves (or LinearSolver::solve)
+  double factorization = 0;  ///< LinearSolver::factorize (numeric factorizations, preconditioner setups)
+  double solve = 0;          ///< LinearSolver::solve
   double other = 0;
 };
 
@@ -158,10 +143,9 @@ struct Result {
   Reason reason = Reason::diverged_max_iterations;
   bool converged = false;
   int iterations = 0;
-  int jacobian_refreshes = 0;  ///< successful factorizations (or LinearSolver::refresh calls)
-  int linear_solves = 0;       ///< solves of J δ = F (or LinearSolver::solve calls), failed ones too
-  /// Of the Jacobian's pattern: what the store's counter solve.symbolic_analyses moved by (with a
-  /// LinearSolver, the analyses it made through the solve kernel; 0 for solvers outside it).
+  int jacobian_refreshes = 0;  ///< successful factorizations
+  int linear_solves = 0;       ///< solves of J δ = F, failed ones too
+  /// Of the Jacobian's pattern: what the store's counter solve.symbolic_analyses moved by.
   int symbolic_analyses = 0;
   double initial_residual_norm = 0;
   double residual_norm = 0;
@@ -179,8 +163,8 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
 
 /// Natural-parameter continuation: solve problem_at(p) for p from `start` towards `end`,
 /// warm-starting each solve from the previous solution and halving the step after a failure.
-/// Its decisions come from the Newton results alone, so problems with Problem::dot and
-/// Problem::linear_solver make it run on a distributed problem too.
+/// Its decisions come from the Newton results alone, so problems with a distributed solver make
+/// it run on a distributed problem too.
 struct ContinuationOptions {
   double start = 0, end = 1, step = 0.1;
   double min_step = 1e-4;  ///< stop (at the last converged parameter) when the step gets smaller

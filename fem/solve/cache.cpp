@@ -3,20 +3,14 @@
 // same_structure, reused across new values of the same pattern.
 #include <fem/solve/solve.hpp>
 #include <fem/solve/detail/backends.hpp>
+#include <fem/solve/linear_solver.hpp>
 
 #include <cmath>
 #include <limits>
-#include <mutex>
-#include <set>
 #include <fmt/format.h>
 
 namespace fem::solve {
 namespace {
-
-struct Cached {
-  std::shared_ptr<const CsrMatrix> matrix;
-  std::shared_ptr<const Factorization> factorization;
-};
 
 std::string symbolic_key(Backend backend, Ordering ordering, const CsrPattern& pattern) {
   return fmt::format("#symbolic/{}/{}/{:016x}", to_string(backend), to_string(ordering),
@@ -66,17 +60,12 @@ std::unique_ptr<Factorization> make_with_cached_symbolic(Store& store, const Csr
 std::shared_ptr<const Factorization> recycle(Store& store,
                                              std::shared_ptr<const Factorization>& retired,
                                              const CsrMatrix& matrix, Backend backend) {
-  std::shared_ptr<const Factorization> old = std::move(retired);
-  // The last holder: nobody else can see the object change (a copy needs an existing holder).
-  if (!old || old.use_count() != 1 || old->backend() != backend || !old->factorized() ||
-      !old->symbolic())
-    return nullptr;
-  const Symbolic& symbolic = *old->symbolic();
+  auto f = Store::reclaim(std::move(retired));
+  if (!f || f->backend() != backend || !f->factorized() || !f->symbolic()) return nullptr;
+  const Symbolic& symbolic = *f->symbolic();
   if (symbolic.pattern_ptr() != matrix.pattern_ptr() &&
       !symbolic.pattern().same_structure(matrix.pattern()))
     return nullptr;
-  // Made non-const (make_factorization) and published as const: casting back is sound.
-  auto f = std::const_pointer_cast<Factorization>(std::move(old));
   const Result r = f->factorize(matrix);
   if (r.status == Status::too_large) return nullptr;  // refused before any numeric work
   store.count("solve.factorizations");
@@ -93,17 +82,11 @@ std::shared_ptr<const Factorization> compute_cached(Store& store, const std::str
   if (matrix.rows() != matrix.cols())
     throw DimensionMismatch(fmt::format("solve: the matrix under '{}' is {} x {}, not square",
                                         key, matrix.rows(), matrix.cols()));
-  std::vector<Backend> candidates;
-  std::vector<std::string> log;
-  if (options.backend == Backend::automatic) {
-    const Backend cholesky = available(Backend::cholmod) ? Backend::cholmod : Backend::ldlt;
-    const Backend lu = available(Backend::umfpack) ? Backend::umfpack : Backend::lu;
-    if (is_symmetric(matrix)) candidates.push_back(cholesky);
-    candidates.push_back(lu);
-  } else {
-    candidates.push_back(options.backend);
-  }
+  const std::vector<Backend> candidates = options.backend == Backend::automatic
+                                              ? detail::automatic_backends(matrix)
+                                              : std::vector<Backend>{options.backend};
   if (auto f = recycle(store, retired, matrix, candidates.front())) return f;
+  std::vector<std::string> log;
   Result result;
   for (std::size_t c = 0; c < candidates.size(); ++c) {
     auto f = make_with_cached_symbolic(store, matrix, candidates[c], options, result);
@@ -111,65 +94,58 @@ std::shared_ptr<const Factorization> compute_cached(Store& store, const std::str
       for (auto& line : log) f->add_log(std::move(line));
       return std::shared_ptr<const Factorization>(std::move(f));
     }
-    const bool retry = c + 1 < candidates.size() && (result.status == Status::not_positive_definite ||
-                                                    result.status == Status::singular);
-    if (!retry) break;
-    log.push_back(fmt::format("automatic: {} failed on '{}' ({}); falling back to {}",
-                              to_string(candidates[c]), key, result.reason,
-                              to_string(candidates[c + 1])));
+    if (c + 1 == candidates.size() || !detail::may_fall_back(result.status)) break;
+    // In the factorization's log() and the solve.fallbacks counter: the caller decides what
+    // to tell whom (the drivers print the log; Newton near a fold falls back every iteration).
+    log.push_back(fmt::format("automatic: {} failed on '{}' ({}); fell back to {}", to_string(candidates[c]),
+                              key, result.reason, to_string(candidates[c + 1])));
     store.count("solve.fallbacks");
-    // Once per key on stderr (Newton near a fold falls back on every iteration); every time in
-    // the factorization's log() and the solve.fallbacks counter.
-    static std::mutex warned_mutex;
-    static std::set<std::string> warned;
-    if (std::lock_guard lock(warned_mutex); warned.insert(key).second)
-      fmt::print(stderr, "fem::solve: {} (further fallbacks on '{}' are counted in solve.fallbacks)\n",
-                 log.back(), key);
   }
   throw NumericalError(fmt::format("solve: cannot factorize '{}' ({}): {}", key,
                                    to_string(result.status), result.reason));
 }
 
-Cached cached(Store& store, const std::string& key, const Options& options,
-              std::shared_ptr<const Factorization> retired = nullptr) {
+}  // namespace
+
+detail::CachedFactorization detail::cached_factorization(Store& store, const std::string& key,
+                                                         const Options& options,
+                                                         std::shared_ptr<const Factorization> retired) {
+  FEM_EXPECTS(!distributed(options.backend), "'{}': {} is a distributed backend (fem::dist::make_solver)", key,
+              to_string(options.backend));
   auto [matrix, version] = store.get_versioned<CsrMatrix>(key);
   bool computed = false;
   auto f = store.get_or_compute<Factorization>(factor_key(key, options), {{key, version}}, [&] {
     computed = true;
     return compute_cached(store, key, *matrix, options, std::move(retired));
   });
-  store.count(computed ? "solve.cache_misses" : "solve.cache_hits");
-  return {std::move(matrix), std::move(f)};
+  return {std::move(matrix), std::move(f), computed};
 }
 
-SolveReport solve_into(Store& store, const std::string& key, std::span<const double> B,
-                       std::span<double> X, index_t nrhs, bool transpose,
-                       const Options& options) {
-  Cached c = cached(store, key, options);
-  const Factorization& f = *c.factorization;
-  // With a null space the data are judged with this call's tolerance (the cached factorization
-  // was made with another call's options) and corrected here; the residual is then that of the
-  // data the solution answers.
-  const auto n = static_cast<std::size_t>(c.matrix->rows());
+SolveReport detail::checked_solve(const Factorization& f, const CsrMatrix* matrix, std::span<const double> B,
+                                  std::span<double> X, index_t nrhs, bool transpose, const Options& options,
+                                  bool check) {
+  // With a null space the data are judged with this call's tolerance (the factorization may
+  // have been made with another call's options) and corrected here; the residual is then that
+  // of the data the solution answers.
+  const auto n = static_cast<std::size_t>(f.size());
   std::vector<double> corrected;
   std::span<const double> data = B;
   double defect = -1;
   if (const auto& ns = f.null_space(); ns && B.size() == n * static_cast<std::size_t>(nrhs)) {
     corrected.assign(B.begin(), B.end());
-    const SolveReport compatible =
+    SolveReport compatible =
         detail::make_data_compatible(*ns, corrected, nrhs, options.compatibility_tolerance, f.backend());
     if (!compatible) return compatible;
     defect = compatible.compatibility_defect;
     data = corrected;
   }
   SolveReport r = transpose ? f.solve_transpose(data, X, nrhs) : f.solve(data, X, nrhs);
-  store.count("solve.solves");
-  store.count("solve.rhs", nrhs);
   if (defect >= 0) r.compatibility_defect = defect;
   if (!r) return r;
   const double tolerance = options.max_relative_residual;
-  const bool check = std::isfinite(tolerance);
-  if (!check && options.refinement_steps == 0 && !options.compute_residual) return r;
+  const bool refuse = check && std::isfinite(tolerance);
+  if (!refuse && options.refinement_steps == 0 && !options.compute_residual) return r;
+  FEM_EXPECTS(matrix != nullptr, "checked_solve: the residual needs the matrix");
   // Accepted: a small residual, or (ill-conditioned) one that rounding explains; never an
   // amplification that proves the matrix singular to working precision.
   constexpr double max_backward_error = 1e-11;
@@ -182,9 +158,9 @@ SolveReport solve_into(Store& store, const std::string& key, std::span<const dou
   for (index_t k = 0; k < nrhs; ++k) {
     const auto b = data.subspan(k * n, n);
     const auto x = X.subspan(k * n, n);
-    SolveReport s = refine(f, *c.matrix, b, x, options.refinement_steps, transpose);
-    if (s && check && !acceptable(s) && options.refinement_steps == 0)
-      s = refine(f, *c.matrix, b, x, 3, transpose);  // an ill-conditioned matrix may still get there
+    SolveReport s = refine(f, *matrix, b, x, options.refinement_steps, transpose);
+    if (s && refuse && !acceptable(s) && options.refinement_steps == 0)
+      s = refine(f, *matrix, b, x, 3, transpose);  // an ill-conditioned matrix may still get there
     if (!s) return s;
     if (k == 0 || (acceptable(worst) && (!acceptable(s) || s.residual > worst.residual))) worst = s;
   }
@@ -192,7 +168,7 @@ SolveReport solve_into(Store& store, const std::string& key, std::span<const dou
   r.backward_error = worst.backward_error;
   r.amplification = worst.amplification;
   r.refinement_steps = worst.refinement_steps;
-  if (!check || acceptable(worst)) return r;
+  if (!refuse || acceptable(worst)) return r;
   const std::string steps =
       worst.refinement_steps > 0
           ? fmt::format(" after {} refinement step{}", worst.refinement_steps, worst.refinement_steps == 1 ? "" : "s")
@@ -207,10 +183,34 @@ SolveReport solve_into(Store& store, const std::string& key, std::span<const dou
   } else {
     r.status = Status::inaccurate;
     r.reason = fmt::format(
-        "{}: relative residual ‖b - Ax‖/‖b‖ = {:.3g} exceeds {:.3g} and the scaled backward error {:.3g} is more than "
-        "rounding{}: the matrix is singular, or too ill-conditioned for this solver",
+        "{}: relative residual ‖b - Ax‖/‖b‖ = {:.3g} exceeds {:.3g} and the scaled backward error {:.3g} is more "
+        "than rounding{}: the matrix is singular, or too ill-conditioned for this solver",
         to_string(f.backend()), worst.residual, tolerance, worst.backward_error, steps);
   }
+  return r;
+}
+
+namespace {
+
+std::string failure(const std::string& key, const SolveReport& r) {
+  return fmt::format("solve '{}' failed ({}): {}", key, to_string(r.status), r.reason);
+}
+
+detail::CachedFactorization cached(Store& store, const std::string& key, const Options& options,
+                                   std::shared_ptr<const Factorization> retired = nullptr) {
+  auto c = detail::cached_factorization(store, key, options, std::move(retired));
+  store.count(c.computed ? "solve.cache_misses" : "solve.cache_hits");
+  return c;
+}
+
+SolveReport solve_into(Store& store, const std::string& key, std::span<const double> B,
+                       std::span<double> X, index_t nrhs, bool transpose,
+                       const Options& options) {
+  const auto c = cached(store, key, options);
+  store.count("solve.solves");
+  store.count("solve.rhs", nrhs);
+  SolveReport r = detail::checked_solve(*c.factorization, c.matrix.get(), B, X, nrhs, transpose, options, true);
+  if (!r) r.reason = failure(key, r);
   return r;
 }
 
@@ -219,9 +219,7 @@ std::vector<double> solve_or_throw(Store& store, const std::string& key,
                                    const Options& options) {
   std::vector<double> X(B.size());
   SolveReport r = solve_into(store, key, B, X, nrhs, transpose, options);
-  if (!r)
-    throw NumericalError(fmt::format("solve '{}' failed ({}): {}", key, to_string(r.status),
-                                     r.reason));
+  require(r);
   return X;
 }
 

@@ -35,8 +35,38 @@ std::string_view to_string(Backend backend) noexcept {
     case Backend::klu: return "klu";
     case Backend::ldlt: return "ldlt";
     case Backend::lu: return "lu";
+    case Backend::mumps: return "mumps";
+    case Backend::gamg: return "gamg";
+    case Backend::hypre: return "hypre";
   }
   return "?";
+}
+
+namespace {
+template <class E>
+E from_name(std::string_view name, std::string_view what, std::initializer_list<E> all) {
+  if (name == "auto" || name == "automatic") return *all.begin();  // automatic comes first
+  std::string known = "auto";
+  for (E e : all) {
+    if (e != *all.begin() && to_string(e) == name) return e;
+    if (e != *all.begin()) known += fmt::format(", {}", to_string(e));
+  }
+  throw InvalidArgument(fmt::format("{} '{}': one of {}", what, name, known));
+}
+}  // namespace
+
+Backend backend_from_name(std::string_view name, std::string_view what) {
+  using enum Backend;
+  return from_name(name, what, {automatic, cholmod, umfpack, klu, ldlt, lu, mumps, gamg, hypre});
+}
+
+Ordering ordering_from_name(std::string_view name, std::string_view what) {
+  using enum Ordering;
+  return from_name(name, what, {automatic, amd, colamd, metis, natural});
+}
+
+bool distributed(Backend backend) noexcept {
+  return backend == Backend::mumps || backend == Backend::gamg || backend == Backend::hypre;
 }
 
 std::string_view to_string(Ordering ordering) noexcept {
@@ -78,6 +108,9 @@ bool available(Backend backend) noexcept {
 #else
       return false;
 #endif
+    case Backend::mumps:
+    case Backend::gamg:
+    case Backend::hypre: return false;
     default: return true;
   }
 }
@@ -234,6 +267,17 @@ bool is_symmetric(const CsrMatrix& matrix, double relative_tolerance) {
     }
   }
   return true;
+}
+
+std::vector<Backend> detail::automatic_backends(const CsrMatrix& matrix) {
+  const Backend cholesky = available(Backend::cholmod) ? Backend::cholmod : Backend::ldlt;
+  const Backend lu = available(Backend::umfpack) ? Backend::umfpack : Backend::lu;
+  if (is_symmetric(matrix)) return {cholesky, lu};
+  return {lu};
+}
+
+bool detail::may_fall_back(Status status) noexcept {
+  return status == Status::not_positive_definite || status == Status::singular;
 }
 
 // --- Factorization -----------------------------------------------------------------------
@@ -413,24 +457,20 @@ class Automatic final : public Factorization {
   Result do_factorize(const CsrMatrix& matrix, bool refactor) override {
     if (refactor && inner_) {
       Result r = inner_->factorize(matrix);
-      if (r.ok() || r.status != Status::not_positive_definite) return r;
+      if (r.ok() || !detail::may_fall_back(r.status)) return r;
     }
-    Options inner_options = options();
-    const bool symmetric = is_symmetric(matrix);
-    const Backend cholesky = available(Backend::cholmod) ? Backend::cholmod : Backend::ldlt;
-    const Backend lu = available(Backend::umfpack) ? Backend::umfpack : Backend::lu;
-    if (symmetric) {
-      inner_options.backend = cholesky;
-      inner_ = make_factorization(cholesky, inner_options);
-      Result r = inner_->compute(matrix);
-      if (r.ok()) return r;
-      if (r.status != Status::not_positive_definite && r.status != Status::singular) return r;
-      add_log(fmt::format("automatic: {} failed ({}); falling back to {}", to_string(cholesky),
-                          r.reason, to_string(lu)));
+    const std::vector<Backend> candidates = detail::automatic_backends(matrix);
+    Result r;
+    for (std::size_t c = 0; c < candidates.size(); ++c) {
+      Options inner_options = options();
+      inner_options.backend = candidates[c];
+      inner_ = make_factorization(candidates[c], inner_options);
+      r = inner_->compute(matrix);
+      if (r.ok() || c + 1 == candidates.size() || !detail::may_fall_back(r.status)) return r;
+      add_log(fmt::format("automatic: {} failed ({}); fell back to {}", to_string(candidates[c]), r.reason,
+                          to_string(candidates[c + 1])));
     }
-    inner_options.backend = lu;
-    inner_ = make_factorization(lu, inner_options);
-    return inner_->compute(matrix);
+    return r;
   }
 
   SolveReport do_solve(std::span<const double> B, std::span<double> X, index_t nrhs,
@@ -466,6 +506,12 @@ std::unique_ptr<Factorization> make_factorization(Backend backend, const Options
 #else
       throw NotCompiled("SuiteSparse", fmt::format("the {} backend", to_string(backend)));
 #endif
+    case Backend::mumps:
+    case Backend::gamg:
+    case Backend::hypre:
+      throw InvalidArgument(fmt::format("{} is a distributed solver of fem::dist (fem::dist::make_solver), not a "
+                                        "factorization of one process",
+                                        to_string(backend)));
   }
   throw InvalidArgument("make_factorization: unknown backend");
 }

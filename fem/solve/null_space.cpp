@@ -32,10 +32,24 @@ SolveReport detail::make_data_compatible(const NullSpace& null_space, std::span<
     if (!(defect <= std::max(tolerance, null_space.rounding_defect()))) {
       r.status = Status::incompatible;
       r.compatibility_defect = defect;
-      r.reason = fmt::format(
-          "{}: the matrix is singular (null space: {}) and the right-hand side{} is incompatible with it: "
-          "relative defect {:.3g} > tolerance {:.3g}",
-          to_string(backend), null_space.description(), nrhs > 1 ? fmt::format(" {}", k) : "", defect, tolerance);
+      // In the problem's words, the one message of every front end: the constants of a scalar
+      // problem (zᵀb = Σ b_i = ∫f + ∫g: the basis functions sum to 1) or rigid motions.
+      const std::string which = nrhs > 1 ? fmt::format(" (right-hand side {})", k) : "";
+      if (null_space.description() == "constant") {
+        double sum = 0;
+        for (std::size_t i = 0; i < n; ++i) sum += null_space.vector(0)[i] * column[i];
+        r.reason = fmt::format(
+            "without a Dirichlet condition the constants are free, and the problem has a solution only if the "
+            "data balance (∫f + ∫g = 0), but ∫f + ∫g = {:.6g}{} (relative defect {:.3g} > tolerance {:.3g}): "
+            "impose a Dirichlet condition on some boundary, or give a source and fluxes whose integrals cancel",
+            sum, which, defect, tolerance);
+      } else {
+        r.reason = fmt::format(
+            "the constraints leave rigid motions free ({}) and the loads are not in equilibrium against them{} "
+            "(relative defect {:.3g} > tolerance {:.3g}): stop them with Dirichlet conditions, or balance the loads",
+            null_space.description(), which, defect, tolerance);
+      }
+      (void)backend;
       return r;
     }
     null_space.make_compatible(column);

@@ -20,15 +20,31 @@ namespace fem::solve {
 
 /// Which library factorizes. `automatic`: SPD → CHOLMOD (Eigen LDLT without SuiteSparse),
 /// otherwise UMFPACK (Eigen LU); a failed Cholesky falls back to LU and says so in the log.
-enum class Backend { automatic, cholmod, umfpack, klu, ldlt, lu };
+/// The distributed methods (MPI + PETSc, fem::dist) are backends of a LinearSolver made by
+/// fem::dist::make_solver: MUMPS (LU, or Cholesky when Options::spd), and CG (spd) or GMRES
+/// preconditioned by GAMG or hypre's BoomerAMG.
+enum class Backend { automatic, cholmod, umfpack, klu, ldlt, lu, mumps, gamg, hypre };
 /// Fill-reducing ordering. `automatic` picks by problem size (see docs/solve.md).
 enum class Ordering { automatic, amd, colamd, metis, natural };
 
 std::string_view to_string(Backend backend) noexcept;
 std::string_view to_string(Ordering ordering) noexcept;
-/// Whether this build has the backend / the ordering (SuiteSparse, METIS are optional).
+/// The backend or ordering of a name ("cholmod", "amd"; "auto" or "automatic": automatic), or
+/// an InvalidArgument naming `what` and listing the names.
+Backend backend_from_name(std::string_view name, std::string_view what = "backend");
+Ordering ordering_from_name(std::string_view name, std::string_view what = "ordering");
+/// Whether the backend runs on MPI + PETSc (fem::dist): mumps, gamg, hypre.
+bool distributed(Backend backend) noexcept;
+/// Whether this library has the backend / the ordering (SuiteSparse, METIS are optional; the
+/// distributed backends are fem::dist's: fem::dist::available).
 bool available(Backend backend) noexcept;
 bool available(Ordering ordering) noexcept;
+
+/// When a LinearSolver measures the residual ‖b − Ax‖/‖b‖ of its solves (Options::
+/// max_relative_residual): after each factorization, on its first solve (what can go wrong with
+/// a factorization shows there: a singular or ill-conditioned matrix), or on every solve.
+/// Store-based solves (solve(store, key, b)) check every call.
+enum class ResidualCheck { first_solve, every_solve };
 
 struct Options {
   Backend backend = Backend::automatic;
@@ -62,6 +78,24 @@ struct Options {
   double compatibility_tolerance = 1e-6;
   /// UMFPACK/KLU partial pivoting tolerance (0 < tol ≤ 1; 1 = strict partial pivoting).
   double pivot_tolerance = 0.1;
+  /// Which solves of a LinearSolver check their residual (see ResidualCheck).
+  ResidualCheck residual_check = ResidualCheck::first_solve;
+
+  // --- the distributed backends (fem::dist) ---
+  /// The matrix is symmetric positive definite: MUMPS Cholesky, CG; otherwise LU, GMRES.
+  /// (The serial automatic backend finds out itself.)
+  bool spd = false;
+  double rtol = 1e-10;  ///< Krylov: stop at ‖b − Ax‖ ≤ rtol ‖b‖ (the true residual)
+  double atol = 1e-50;
+  int max_iterations = 10000;
+  /// Keep the preconditioner (factor) across matrix versions, inside a Krylov method, until a
+  /// solve needs more than lag_growth × the iterations of the first solve after the last refresh.
+  bool lag = false;
+  double lag_growth = 1.5;
+  /// PETSc options prefix: e.g. "fem_" lets -fem_ksp_monitor, -fem_pc_gamg_threshold apply.
+  std::string prefix = {};
+
+  friend bool operator==(const Options&, const Options&) = default;
 };
 
 /// Outcome of a phase. Numerical trouble is a status with a reason, never a silent NaN.
@@ -95,6 +129,7 @@ struct SolveReport {
   Status status = Status::success;
   std::string reason;
   int refinement_steps = 0;  ///< steps performed
+  int iterations = 0;        ///< Krylov iterations (summed over right-hand sides); 0 for direct solves
   double residual = -1.0;    ///< ‖b − Ax‖/‖b‖ (max over columns); -1 when not computed
   /// With the residual, judged on the Jacobi-scaled system (S² = |diag A|, so units and
   /// coefficient contrasts do not matter): the backward error ‖S⁻¹r‖∞ / (‖Sx‖∞ + ‖S⁻¹b‖∞) and

@@ -272,7 +272,7 @@ TEST(FemDevice, CudaRunsOrFailsInOneLine) {
 }
 
 // --device debug-device: the connectivity and every matrix go through the device code path on
-// the CPU (separate buffers, explicit copies, DeviceAssembler); the results equal the CPU run's
+// the CPU (separate buffers, explicit copies, the Assembler on that executor); the results equal the CPU run's
 // to round-off, and a space the device does not assemble (P2) is a one-line error.
 TEST(FemDevice, DebugDeviceMatchesTheCpu) {
   const auto dir = temp_dir();

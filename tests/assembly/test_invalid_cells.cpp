@@ -143,8 +143,8 @@ TEST(InvalidCellErrors, BowTieQuadrilateralIsTangledOnHostAndDevice) {
   EXPECT_TRUE(has(msg, "cell 5 of mesh 'bowtie.msh' is tangled")) << msg;
   EXPECT_FALSE(has(msg, "reorient the mesh")) << msg;
   // The device path (run on the host's debug device) reports the same class.
-  const DeviceAssembler device(FunctionSpace(std::make_shared<const fem::Mesh>(bow_tie()), 1),
-                               fem::gpu::Executor::debug_device());
+  const Assembler device(FunctionSpace(std::make_shared<const fem::Mesh>(bow_tie()), 1),
+                         fem::gpu::Executor::debug_device());
   std::vector<double> values(device.pattern()->nnz());
   try {
     device.matrix_into(Diffusion{}, values);

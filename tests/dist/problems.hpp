@@ -22,7 +22,7 @@ struct System {
 /// Applies the Dirichlet conditions to values and b; on a part (map given) agreed across ranks.
 inline void constrain(System& s, const assembly::FunctionSpace& V,
                       const std::vector<assembly::Dirichlet>& bcs, const dist::IndexMap* map) {
-  s.bc = map ? dist::dirichlet_values(*map, V, bcs) : assembly::dirichlet_values(V, bcs);
+  s.bc = map ? assembly::dirichlet_values(V, bcs, *map) : assembly::dirichlet_values(V, bcs);
   assembly::apply_dirichlet(s.bc, *s.pattern, s.values, s.b);
 }
 

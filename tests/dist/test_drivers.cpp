@@ -146,6 +146,12 @@ TEST(Drivers, HeatFactorizesOnceAndEndsWhereTheSerialRunEnds) {
   EXPECT_EQ(js["dist"]["solver_setups"], 1);
   EXPECT_EQ(js["dist"]["preconditioner_setups"], 1);  // one factorization for the 10 steps
   EXPECT_EQ(js["solver"]["solves"], 10);
+  // One counter contract: the distributed run's cache counters are the serial run's.
+  const auto serial_json = json(sj);
+  for (const char* counter : {"symbolic_analyses", "factorizations", "solves", "cache_hits"})
+    EXPECT_EQ(js["cache"][counter], serial_json["cache"][counter]) << counter;
+  EXPECT_EQ(js["cache"]["factorizations"], 1);
+  EXPECT_EQ(js["cache"]["solves"], 10);
   // The last frame: the .pvtu pieces, read back and matched to the serial frame by point.
   const auto serial = fem::mesh::read_vtu(sd / "heat_000001.vtu");
   const auto dist = fem::mesh::read_pvtu(dd / "heat_000001.pvtu");

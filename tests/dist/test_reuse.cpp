@@ -29,7 +29,7 @@ struct Events {
 struct Heat {
   int steps = 10;
   bool varying = false;
-  dist::SolverOptions options{.method = dist::Method::mumps, .spd = true};
+  solve::Options options{.backend = solve::Backend::mumps, .spd = true};
 };
 
 std::vector<double> run_heat(Store& store, const Heat& h, const assembly::Assembler& a,
@@ -40,8 +40,7 @@ std::vector<double> run_heat(Store& store, const Heat& h, const assembly::Assemb
   a.matrix_into(assembly::Mass{}, mass);
   std::vector<double> u(V.num_dofs(), 0.0), f(V.num_dofs(), 0.0);
   a.vector_into(assembly::Source{[](const double*) { return 1.0; }}, f);
-  const auto bc = dist::dirichlet_values(
-      *map, V, std::vector{assembly::Dirichlet{assembly::FacetSet::all(), nullptr, -1}});
+  const auto bc = assembly::dirichlet_values(V, std::vector{assembly::Dirichlet{assembly::FacetSet::all(), nullptr, -1}}, *map);
   std::shared_ptr<const dist::Solver> solver;
   for (int n = 0; n < h.steps; ++n) {
     // M uⁿ (consistent u; partial product of the local M) + dt f, partial.
@@ -106,7 +105,7 @@ TEST(Reuse, GamgBuildsItsInterpolationOnceOverTheTimeSteps) {
     Heat h;
     h.varying = true;
     h.steps = steps;
-    h.options = {.method = dist::Method::gamg, .spd = true, .rtol = 1e-10};
+    h.options = {.backend = solve::Backend::gamg, .spd = true, .rtol = 1e-10};
     run_heat(store, h, a, map);
     prolongators[steps > 1] = (Events::now() - before).prolongators;
     EXPECT_EQ(store.counter("dist.preconditioner_setups"), steps);  // coarse operators, smoothers per version
@@ -125,7 +124,7 @@ TEST(Reuse, LaggedPreconditionerIsRefreshedWhenIterationsGrow) {
   Heat h;
   h.varying = true;
   h.steps = 12;
-  h.options = {.method = dist::Method::hypre, .spd = true, .rtol = 1e-10, .lag = true};
+  h.options = {.backend = solve::Backend::hypre, .spd = true, .rtol = 1e-10, .lag = true};
   const auto u = run_heat(store, h, a, map);
   // Same answer as a fresh preconditioner per step (the Krylov method corrects the lag).
   Store fresh;
@@ -161,7 +160,7 @@ TEST(Reuse, CollectiveEntriesSurviveATinyBudgetOnOneRank) {
     if (dist::rank(comm) == 1)
       store.put(fmt::format("extra/{}", version), CsrMatrix(s.pattern, s.values), PutOptions{}.cache());
     // Every other version, drop our hold: the store's entry is then the only one.
-    solver = dist::solver(store, "E", map, {.method = dist::Method::mumps, .spd = true},
+    solver = dist::solver(store, "E", map, {.backend = solve::Backend::mumps, .spd = true},
                           version % 2 ? std::move(solver) : nullptr);
     solver->solve(s.b, dist::Sums::partial, u);
     EXPECT_TRUE(store.contains("E#factor/mumps/cholesky"));

@@ -13,8 +13,8 @@ const MPI_Comm comm = MPI_COMM_WORLD;
 // max |u_dist − u_serial| / max |u_serial| by original node, on every rank.
 template <class Problem>
 double solve_and_compare(const std::string& spec, int degree, int components,
-                         const dist::SolverOptions& options, Problem problem,
-                         dist::DistSolveReport* report = nullptr) {
+                         const solve::Options& options, Problem problem,
+                         solve::SolveReport* report = nullptr) {
   Store store;
   const auto whole = whole_mesh(comm, spec);
   dist::distribute(comm, whole, "mesh/m", store);
@@ -46,8 +46,8 @@ auto poisson_plain = [](const assembly::Assembler& a, const dist::IndexMap* map)
 auto elastic = [](const assembly::Assembler& a, const dist::IndexMap* map) { return elasticity(a, map); };
 
 TEST(Solve, PoissonWithMumpsIsTheSerialSolution) {
-  const dist::SolverOptions lu{.method = dist::Method::mumps};
-  const dist::SolverOptions cholesky{.method = dist::Method::mumps, .spd = true};
+  const solve::Options lu{.backend = solve::Backend::mumps};
+  const solve::Options cholesky{.backend = solve::Backend::mumps, .spd = true};
   // plate_hole: the hole (tag 5) at 1, the rest of the boundary at 0.
   EXPECT_LE(solve_and_compare("plate_hole_v41.msh", 1, 1, lu, poisson_hot({5})), 1e-10);
   EXPECT_LE(solve_and_compare("plate_hole_v41.msh", 1, 1, cholesky, poisson_hot({5})), 1e-10);
@@ -58,22 +58,22 @@ TEST(Solve, PoissonWithMumpsIsTheSerialSolution) {
 }
 
 TEST(Solve, ElasticityIsTheSerialSolution) {
-  const dist::SolverOptions cholesky{.method = dist::Method::mumps, .spd = true};
+  const solve::Options cholesky{.backend = solve::Backend::mumps, .spd = true};
   EXPECT_LE(solve_and_compare("plate_hole_v41.msh", 1, 2, cholesky, elastic), 1e-10);
   EXPECT_LE(solve_and_compare("gen:cube-hex8:4", 1, 3, cholesky, elastic), 1e-10);
   // CG + GAMG with the rigid-body modes as near null space.
-  const dist::SolverOptions gamg{.method = dist::Method::gamg, .spd = true, .rtol = 1e-12};
+  const solve::Options gamg{.backend = solve::Backend::gamg, .spd = true, .rtol = 1e-12};
   EXPECT_LE(solve_and_compare("plate_hole_v41.msh", 1, 2, gamg, elastic), 1e-8);
 }
 
 TEST(Solve, AlgebraicMultigridMatchesTheDirectSolution) {
-  for (auto method : {dist::Method::gamg, dist::Method::hypre}) {
-    const dist::SolverOptions o{.method = method, .spd = true, .rtol = 1e-12};
-    dist::DistSolveReport report;
+  for (auto method : {solve::Backend::gamg, solve::Backend::hypre}) {
+    const solve::Options o{.backend = method, .spd = true, .rtol = 1e-12};
+    solve::SolveReport report;
     EXPECT_LE(solve_and_compare("plate_hole_v41.msh", 1, 1, o, poisson_hot({5}), &report), 1e-8)
-        << dist::to_string(method);
+        << solve::to_string(method);
     EXPECT_GT(report.iterations, 0);
-    EXPECT_LE(report.relative_residual, 1e-10);
+    EXPECT_LE(report.residual, 1e-10);
   }
 }
 
@@ -90,7 +90,7 @@ TEST(Solve, GamgIterationsDoNotGrowWithTheMesh) {
     System s = poisson(a, map.get());
     store.put("A", CsrMatrix(s.pattern, s.values));
     const auto solver =
-        dist::solver(store, "A", map, {.method = dist::Method::gamg, .spd = true, .rtol = 1e-8});
+        dist::solver(store, "A", map, {.backend = solve::Backend::gamg, .spd = true, .rtol = 1e-8});
     std::vector<double> u(V.num_dofs());
     iterations[k++] = solver->solve(s.b, dist::Sums::partial, u).iterations;
   }
@@ -111,7 +111,7 @@ TEST(Solve, SingularSystemIsRefusedOnEveryRank) {
   a.vector_into(assembly::Source{[](const double*) { return 1.0; }}, b);
   bool refused = false;
   try {
-    const auto solver = dist::solver(store, "A", map, {.method = dist::Method::mumps});
+    const auto solver = dist::solver(store, "A", map, {.backend = solve::Backend::mumps});
     solver->solve(b, dist::Sums::partial, u);
   } catch (const Error&) {
     refused = true;
@@ -149,7 +149,7 @@ TEST(Solve, OverlappingDirichletConditionsAgreeWithTheSerialRule) {
     const assembly::FunctionSpace V("mesh/t", degree, 1, store);
     const auto map = dist::index_map(V);
     std::vector<double> u(V.num_dofs(), -1.0);
-    assembly::set_dirichlet(dist::dirichlet_values(*map, V, conditions), u);
+    assembly::set_dirichlet(assembly::dirichlet_values(V, conditions, *map), u);
     const auto got = gather_by_key(V, *map, u);
     double difference = 0;
     if (dist::rank(comm) == 0) {
@@ -167,8 +167,7 @@ TEST(Solve, OverlappingDirichletConditionsAgreeWithTheSerialRule) {
   const auto map = dist::index_map(V);
   bool refused = false;
   try {
-    dist::dirichlet_values(*map, V,
-                           std::vector{assembly::Dirichlet{assembly::FacetSet::tagged({9}), nullptr, -1}});
+    assembly::dirichlet_values(V, std::vector{assembly::Dirichlet{assembly::FacetSet::tagged({9}), nullptr, -1}}, *map);
   } catch (const InvalidArgument& e) {
     refused = std::string(e.what()).find("tag 9") != std::string::npos;
   }
@@ -207,7 +206,7 @@ TEST(Solve, TransposeSolvesFromTheSameFactor) {
   const auto map = dist::index_map(V);
   System s = system(a, map.get());
   store.put("C", CsrMatrix(s.pattern, s.values));
-  const auto solver = dist::solver(store, "C", map, {.method = dist::Method::mumps});
+  const auto solver = dist::solver(store, "C", map, {.backend = solve::Backend::mumps});
   std::vector<double> x(V.num_dofs()), y(V.num_dofs());
   solver->solve(s.b, dist::Sums::partial, x);
   solver->solve_transpose(s.b, dist::Sums::partial, y);

@@ -33,5 +33,8 @@ inline std::string target_name(const ::testing::TestParamInfo<Target>& info) {
   }
 
 inline const auto all_targets = ::testing::Values(Target::host, Target::debug_device, Target::cuda);
+/// The executors whose work runs in device code: an Assembler on the host executor runs the
+/// host's own loops, so the device kernels are tested on these.
+inline const auto device_targets = ::testing::Values(Target::debug_device, Target::cuda);
 
 }  // namespace fem::gpu::testing

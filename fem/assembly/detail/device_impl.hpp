@@ -58,7 +58,7 @@ struct DeviceJob {
   const index_t* colour_offsets = nullptr;
   int num_colours = 0;
   /// One launch over every cell with atomic adds (nondeterministic in the last bits) instead of
-  /// one launch per colour with plain adds (DeviceAssembler::Scatter).
+  /// one launch per colour with plain adds (Assembler::Scatter).
   bool atomic = false;
   index_t first = 0;  ///< the launch's first position (set per colour)
 };

@@ -48,6 +48,29 @@ class CholmodReference {
   std::unique_ptr<Impl> impl_;
 };
 
+/// The automatic backend's policy, the one place it is written: Cholesky (CHOLMOD, else Eigen's
+/// LDLT) first for a symmetric matrix, then LU (UMFPACK, else Eigen's LU); a candidate that
+/// fails with a status that another one may not meet (not_positive_definite, singular) falls
+/// back to the next.
+std::vector<Backend> automatic_backends(const CsrMatrix& matrix);
+bool may_fall_back(Status status) noexcept;
+
+/// A matrix of the store with its factorization at the matrix's current version (`computed`:
+/// made by this call). Counts the factorization counters but no cache hit or miss.
+struct CachedFactorization {
+  std::shared_ptr<const CsrMatrix> matrix;
+  std::shared_ptr<const Factorization> factorization;
+  bool computed = false;
+};
+CachedFactorization cached_factorization(Store& store, const std::string& key, const Options& options,
+                                         std::shared_ptr<const Factorization> retired = nullptr);
+
+/// X = A⁻¹B (or A⁻ᵀB) with `f`, a factorization of `matrix` (needed only for a residual): data made compatible with a null
+/// space at this call's tolerance; with `check`, the residual measured (and refined where
+/// `options` ask) and an answer the residual refuses reported (Options::max_relative_residual).
+SolveReport checked_solve(const Factorization& f, const CsrMatrix* matrix, std::span<const double> B,
+                          std::span<double> X, index_t nrhs, bool transpose, const Options& options, bool check);
+
 /// The ordering `requested` resolves to for `backend` on `pattern` (never automatic).
 Ordering resolve_ordering(Backend backend, Ordering requested, const CsrPattern& pattern);
 

@@ -110,6 +110,13 @@ class Mesh {
   /// "'left' (dimension 1, tag 4), ..." for the physical names of dimension `dim` (all when
   /// dim < 0), "none" without any: what a message about an unknown name lists.
   std::string describe_names(int dim = -1) const;
+  /// The tag a user names: a number as it is, or a physical name of dimension `dim` (of any
+  /// dimension when dim < 0). The one resolver of every front end: a name the mesh lacks is an
+  /// InvalidArgument naming it and listing the tags of that dimension with their names.
+  int resolve_tag(std::string_view tag, int dim) const;
+  /// The tags the cells (dim = tdim()) or boundary facets (dim = tdim() - 1) carry, or that are
+  /// named in another dimension, with their names: "4 (left), 5 (right)", or "none".
+  std::string describe_tags(int dim) const;
   const std::string& source() const noexcept { return d_.source; }
 
   /// Axis-aligned bounding box: {min x, min y, min z}, {max x, max y, max z}.

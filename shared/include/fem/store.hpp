@@ -211,6 +211,19 @@ class Store {
   std::map<std::string, std::int64_t> counters() const;
 
   /// Throws InvalidKey unless `key` is 1..512 printable ASCII characters without spaces.
+  /// The last-holder rule of the kernels that refill a value in place (a refactorization into
+  /// the same memory, a PETSc matrix refilled): `held`, a value the caller got from a store, as
+  /// a mutable object when the caller holds its last reference (every store dropped it: a new
+  /// version replaced it, or it was erased or evicted, and nobody else kept it), so that nobody
+  /// can see it change; nullptr otherwise. `held` is released either way. Only for values the
+  /// reclaiming kernel made itself (non-const, then published as const: the cast back is sound).
+  template <class T>
+  static std::shared_ptr<T> reclaim(std::shared_ptr<const T>&& held) {
+    std::shared_ptr<const T> last = std::move(held);
+    if (!last || last.use_count() != 1) return nullptr;
+    return std::const_pointer_cast<T>(std::move(last));
+  }
+
   static void validate_key(std::string_view key);
 
  private:

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "expression.hpp"
+#include "fem/expression/expression.hpp"
 #include "fem/error.hpp"
 
 namespace {
 
-using fem::app::Expression;
+using fem::expression::Expression;
 
 // Points of the unit cube, some on its faces, in gdim coordinates.
 std::vector<double> points(int gdim, int n) {
@@ -139,9 +139,9 @@ TEST(Expression, EveryPointOfABatchIsChecked) {
               std::string::npos)
         << what;
   }
-  const Expression k("--coefficient all", "x - 0.5", 2, fem::app::Admissible::positive("the coefficient"));
+  const Expression k("--coefficient all", "x - 0.5", 2, fem::expression::Admissible::positive("the coefficient"));
   EXPECT_THROW(k.evaluate(100, x.data(), v.data()), fem::Error);
-  const Expression ok("--coefficient all", "x + 0.5", 2, fem::app::Admissible::positive("the coefficient"));
+  const Expression ok("--coefficient all", "x + 0.5", 2, fem::expression::Admissible::positive("the coefficient"));
   EXPECT_NO_THROW(ok.evaluate(100, x.data(), v.data()));
   EXPECT_THROW(Expression("--source", "1/0", 2), fem::Error);  // a constant: checked when parsed
 }

@@ -1,6 +1,6 @@
 // Expressions: muparser for parsing and checking, its bytecode compiled into a program that
 // evaluates arrays of points (one instruction at a time over up to kLanes points).
-#include "expression.hpp"
+#include "fem/expression/expression.hpp"
 
 #include <fmt/format.h>
 #include <muParser.h>
@@ -32,7 +32,7 @@ __m256d _ZGVdN4v_log10(__m256d);
 
 #include "fem/error.hpp"
 
-namespace fem::app {
+namespace fem::expression {
 
 namespace detail {
 
@@ -652,4 +652,4 @@ assembly::VectorFunction Expression::vector_function() const {
   return [e = *this](const double* x, double* v) { v[0] = e(x); };
 }
 
-}  // namespace fem::app
+}  // namespace fem::expression

@@ -12,7 +12,7 @@
 
 #include "fem/assembly/forms.hpp"
 
-namespace fem::app {
+namespace fem::expression {
 
 /// The values a quantity may take, in words for messages ("must be positive").
 struct Admissible {
@@ -80,4 +80,4 @@ class Expression {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace fem::app
+}  // namespace fem::expression

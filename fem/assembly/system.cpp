@@ -1,0 +1,146 @@
+// The problem layer (system.hpp).
+#include "fem/assembly/system.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "fem/reference_cell.hpp"
+
+namespace fem::assembly {
+
+DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichlet> conditions,
+                                 const Layout& layout) {
+  if (!layout.distributed()) return dirichlet_values(V, conditions);
+  const auto n = static_cast<std::size_t>(V.num_dofs());
+  // Which condition wins each DOF (1 + its index, 0: none) where this process has it, and its value.
+  std::vector<double> winner(n, 0.0);
+  std::vector<DirichletValues> each(conditions.size());
+  layout.processes().collective([&] {
+    for (const auto& c : conditions)
+      if (!c.where.whole_boundary) check_facet_tags(V.mesh(), c.where.tags, layout);
+    for (std::size_t i = 0; i < conditions.size(); ++i) {
+      each[i] = dirichlet_values(V, conditions.subspan(i, 1));
+      for (index_t dof : each[i].dofs) winner[static_cast<std::size_t>(dof)] = static_cast<double>(i + 1);
+    }
+  });
+  // The later condition wins, as on one process; its value comes from a process that holds it
+  // (every process that holds a condition evaluates it at the same point: the maximum is that
+  // value, exactly).
+  layout.maximize(winner);
+  std::vector<double> value(n, -std::numeric_limits<double>::infinity());
+  for (std::size_t i = 0; i < conditions.size(); ++i)
+    for (std::size_t k = 0; k < each[i].dofs.size(); ++k) {
+      const auto dof = static_cast<std::size_t>(each[i].dofs[k]);
+      if (winner[dof] == static_cast<double>(i + 1)) value[dof] = each[i].values[k];
+    }
+  layout.maximize(value);
+  DirichletValues out;
+  for (std::size_t i = 0; i < n; ++i)
+    if (winner[i] > 0) {
+      out.dofs.push_back(static_cast<index_t>(i));
+      out.values.push_back(value[i]);
+    }
+  return out;
+}
+
+CsrMatrix system_matrix(const Assembler& assembler, std::vector<double> values, const DirichletValues& bc,
+                        const Layout& layout) {
+  CsrMatrix A(assembler.pattern(), std::move(values));
+  if (layout.distributed()) {
+    if (layout.count_owned(bc.dofs) == 0)  // a global count: every process decides alike
+      throw InvalidArgument(
+          "no Dirichlet condition: the distributed solvers need one (a problem whose constants or rigid motions "
+          "are free is solved on one process)");
+    return A;
+  }
+  auto ns = null_space(assembler, A, bc);
+  return CsrMatrix(A.pattern_ptr(), std::move(A).release_values(), std::move(ns));
+}
+
+Errors solution_errors(const Assembler& assembler, std::span<const double> u, const VectorFunction& exact,
+                       const NullSpace* null_space, const Layout& layout) {
+  Errors e = layout.processes().collective([&] {
+    if (!null_space) return errors(assembler, u, exact);
+    // The exact solution carries its own constant (rigid motion); u has ∫u·z = 0. Compare u
+    // normalized like the exact solution: u + (I u_e - normalized I u_e), I the interpolant.
+    std::vector<double> shift = interpolate(assembler.space(), exact), normalized = shift;
+    null_space->normalize(normalized);
+    for (std::size_t i = 0; i < shift.size(); ++i) shift[i] = u[i] + (shift[i] - normalized[i]);
+    return errors(assembler, shift, exact);
+  });
+  if (layout.distributed()) {
+    e.l2 = std::sqrt(layout.processes().sum(e.l2 * e.l2));
+    e.h1 = std::sqrt(layout.processes().sum(e.h1 * e.h1));
+  }
+  return e;
+}
+
+namespace {
+/// The vertex pair of a second-order mesh node (an edge node, Gmsh's order), or {-1, -1}.
+std::pair<int, int> edge_of(CellType type, int node) {
+  const auto edges = local_edges(type);
+  const int e = node - cell_info(type).num_vertices;
+  if (e < 0 || e >= static_cast<int>(edges.size())) return {-1, -1};
+  return {edges[static_cast<std::size_t>(e)][0], edges[static_cast<std::size_t>(e)][1]};
+}
+}  // namespace
+
+std::vector<double> mesh_node_values(const FunctionSpace& V, std::span<const double> u, int width) {
+  const Mesh& mesh = V.mesh();
+  const auto& dm = V.dofmap();
+  const int bs = V.components();
+  if (width <= 0) width = bs;
+  FEM_EXPECTS(width >= bs, "mesh_node_values: {} values per node for a space of {} components", width, bs);
+  FEM_EXPECTS(u.size() == static_cast<std::size_t>(V.num_dofs()), "mesh_node_values: {} values, the space {} DOFs",
+              u.size(), V.num_dofs());
+  std::vector<double> out(static_cast<std::size_t>(mesh.num_nodes()) * width, 0.0);
+  const int mesh_npc = mesh.cell_info().num_nodes, nv = mesh.cell_info().num_vertices;
+  const bool same_nodes = dm.nodes_per_cell == mesh_npc;
+  for (index_t c = 0; c < mesh.num_cells(); ++c) {
+    const auto cell = mesh.cell(c);
+    const index_t* nodes = dm.cell_nodes.data() + static_cast<std::size_t>(c) * dm.nodes_per_cell;
+    auto value = [&](int i, int k) { return u[static_cast<std::size_t>(nodes[i]) * bs + k]; };
+    for (int i = 0; i < mesh_npc; ++i) {
+      double* o = out.data() + static_cast<std::size_t>(cell[i]) * width;
+      const auto [a, b] = i < nv || same_nodes ? std::pair{-1, -1} : edge_of(mesh.cell_type(), i);
+      for (int k = 0; k < bs; ++k) {
+        if (i < nv || same_nodes) {
+          o[k] = value(i, k);
+        } else if (a >= 0) {
+          o[k] = 0.5 * (value(a, k) + value(b, k));  // the linear interpolant at the edge midpoint
+        } else {
+          double mean = 0;  // face and cell centres
+          for (int j = 0; j < nv; ++j) mean += value(j, k);
+          o[k] = mean / nv;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<double> cell_average_gradient(const Assembler& A, std::span<const double> u) {
+  const FunctionSpace& V = A.space();
+  const int bs = V.components(), gdim = V.mesh().gdim();
+  const std::size_t width = static_cast<std::size_t>(bs) * gdim;
+  std::vector<double> out(static_cast<std::size_t>(V.mesh().num_cells()) * width, 0.0);
+  // Each cell writes only its own entries, so the threads of the cell loop never share one.
+  integrate_cells(V, A.plan(), [&](const auto& cv) {
+    constexpr int dim = std::remove_cvref_t<decltype(cv)>::dim;
+    double sum[3 * 3] = {}, volume = 0, g[3];
+    for (int q = 0; q < cv.num_points; ++q) {
+      for (int k = 0; k < cv.bs; ++k) {
+        cv.u_grad(q, g, k);
+        for (int d = 0; d < dim; ++d) sum[k * dim + d] += cv.weight[q] * g[d];
+      }
+      volume += cv.weight[q];
+    }
+    double* o = out.data() + static_cast<std::size_t>(cv.cell) * width;
+    for (std::size_t k = 0; k < width; ++k) o[k] = sum[k] / volume;
+    return 0.0;
+  }, A.quadrature_degree(std::max(0, V.degree() - 1)), u);
+  return out;
+}
+
+}  // namespace fem::assembly

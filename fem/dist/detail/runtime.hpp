@@ -1,0 +1,39 @@
+// Internal: the distributed half of fem/dist/runtime.cpp, which is built in every configuration.
+// With MPI and PETSc these are fem/dist/hooks.cpp; without them fem/dist/stub.cpp, whose
+// functions refuse with NotCompiled (runtime.cpp calls them only when running(), which the stub
+// never is, or when a front end asks for the distributed path itself).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include "fem/assembly/space.hpp"
+#include "fem/layout.hpp"
+#include "fem/mesh.hpp"
+#include "fem/mesh/vtu.hpp"
+#include "fem/solve/linear_solver.hpp"
+#include "fem/store.hpp"
+
+namespace fem::dist::detail {
+
+bool available() noexcept;
+void start(int& argc, char**& argv);
+void stop();
+bool running() noexcept;
+const Processes& world() noexcept;
+/// When only some processes failed (the others wait in a collective): prints "<prefix>: rank r:
+/// <message>" and aborts the job with `code` (never returns). When all did, returns.
+void abort_unless_all_failed(const std::string& prefix, const std::string& message, int code);
+/// Collective: distributes `whole` (rank 0's; null elsewhere) under `key`.
+void distribute(std::shared_ptr<const Mesh> whole, const std::string& key, Store& store);
+/// Whether the mesh under `mesh_key` is a part of a distributed mesh (published with a
+/// Distribution).
+bool distributed(const Store& store, const std::string& mesh_key);
+std::shared_ptr<const Layout> index_map(const assembly::FunctionSpace& V);
+std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V, const solve::Options& options);
+/// Gathers the fields of a distributed mesh on rank 0 into one .vtu of the whole mesh.
+void write_gathered(const std::string& path, const Store& store, const std::string& mesh_key,
+                    std::span<const mesh::Field> points, std::span<const mesh::Field> cells);
+
+}  // namespace fem::dist::detail
