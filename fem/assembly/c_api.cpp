@@ -13,7 +13,7 @@
 #include "fem/assembly/assembler.hpp"
 #include "fem/assembly/boundary.hpp"
 #include "fem/assembly/detail/c_api.hpp"
-#include "fem/assembly/functionals.hpp"
+#include "fem/assembly/system.hpp"
 #include "fem/csr.hpp"
 #include "fem/detail/c_api_guard.hpp"
 #include "fem/memory.hpp"
@@ -37,20 +37,17 @@ std::string output_key(const char* key, const char* what) {
 assembly::Coefficient coefficient_of(const fem_coefficient* c, double otherwise, const fem::Mesh& mesh,
                                      const char* what) {
   if (c == nullptr) return assembly::Coefficient(otherwise);
+  // The values are checked by the library's Coefficient (finite, named by `what`).
   switch (c->kind) {
     case FEM_COEF_CONSTANT:
-      FEM_EXPECTS(std::isfinite(c->value), "{}: the constant is {}", what, c->value);
-      return assembly::Coefficient(c->value);
+      return assembly::Coefficient::constant(c->value, what);
     case FEM_COEF_PER_CELL: {
       const std::string_view key = key_arg(c->key, "coefficient.key");
       const auto values = fem::store().get<fem::Array<double>>(key);
       FEM_EXPECTS(values->size() == static_cast<std::size_t>(mesh.num_cells()),
                   "{}: the per-cell values under '{}' are {} (shape {}), the mesh '{}' has {} cells", what,
                   key, values->size(), fem::shape_string(values->shape()), mesh.source(), mesh.num_cells());
-      for (std::size_t i = 0; i < values->size(); ++i)
-        FEM_EXPECTS(std::isfinite((*values)[i]), "{}: the value of cell {} under '{}' is {}", what, i, key,
-                    (*values)[i]);
-      return assembly::Coefficient::per_cell(values->vector());
+      return assembly::Coefficient::per_cell(values->vector(), fmt::format("{} (under '{}')", what, key));
     }
     case FEM_COEF_PER_TAG: {
       FEM_EXPECTS(c->ntags >= 0, "{}: ntags is {}", what, c->ntags);
@@ -59,15 +56,13 @@ assembly::Coefficient coefficient_of(const fem_coefficient* c, double otherwise,
       std::map<int, double> per_tag;
       for (int32_t i = 0; i < c->ntags; ++i) {
         const double v = c->tag_values[i];
-        FEM_EXPECTS(std::isfinite(v), "{}: the value of tag {} is {}", what, c->tags[i], v);
         const auto [it, inserted] = per_tag.emplace(c->tags[i], v);
-        FEM_EXPECTS(inserted || it->second == v, "{}: tag {} is given two values, {} and {}", what,
-                    c->tags[i], it->second, v);
+        FEM_EXPECTS(inserted || it->second == v, "{}: tag {} is given two values, {} and {}", what, c->tags[i],
+                    it->second, v);
       }
       // NaN: no fallback, every cell tag must have a value (checked when assembling).
-      if (std::isnan(c->value)) return assembly::Coefficient::per_tag(std::move(per_tag));
-      FEM_EXPECTS(std::isfinite(c->value), "{}: the fallback value is {}", what, c->value);
-      return assembly::Coefficient::per_tag(std::move(per_tag), c->value);
+      return assembly::Coefficient::per_tag(std::move(per_tag),
+                                            std::isnan(c->value) ? std::nullopt : std::optional(c->value), what);
     }
     case FEM_COEF_FUNCTION:
       FEM_EXPECTS(c->function.fn != nullptr, "{}: FEM_COEF_FUNCTION without a function (function.fn is NULL)",
@@ -82,7 +77,8 @@ assembly::Coefficient coefficient_of(const fem_coefficient* c, double otherwise,
 }
 
 /// Assemble `form` on `space`, check the values and publish the matrix under `key`; with
-/// `null_space`, the matrix carries the modes the unconstrained form cannot resist.
+/// `null_space`, the matrix carries the modes the unconstrained form cannot resist (the
+/// library's rule, assembly::system_matrix without conditions; fem_apply_dirichlet decides again).
 template <class Form>
 int assemble_matrix(const fem_space* space, const char* matrix_key, uint64_t* version, bool null_space,
                     const char* name, const auto& make_form) {
@@ -92,11 +88,8 @@ int assemble_matrix(const fem_space* space, const char* matrix_key, uint64_t* ve
   std::vector<double> values = fem::prefaulted_vector<double>(assembler.pattern()->nnz());
   assembler.matrix_into(form, values);
   fem::capi::require_finite(values, fmt::format("{}: the matrix for '{}'", name, key));
-  fem::CsrMatrix A(assembler.pattern(), std::move(values));
-  std::shared_ptr<const fem::NullSpace> ns;
-  if (null_space) ns = assembly::null_space(assembler, A, {});
-  const fem::Version v =
-      fem::store().put(key, fem::CsrMatrix(A.pattern_ptr(), std::move(A).release_values(), ns));
+  const fem::Version v = fem::store().put(key, null_space ? assembly::system_matrix(assembler, std::move(values), {})
+                                                          : fem::CsrMatrix(assembler.pattern(), std::move(values)));
   if (version) *version = v;
   return FEM_OK;
 }
@@ -210,12 +203,16 @@ int fem_apply_dirichlet(const fem_space* space, const int32_t* tags, int32_t nta
     std::vector<double> values(A->values().begin(), A->values().end());
     std::vector<double> rhs = b->vector();
     assembly::apply_dirichlet(bc, A->pattern(), values, rhs);
-    // A null space the matrix carried is what the new conditions may leave free (as the
-    // drivers decide it): recomputed; a matrix without one cannot gain one.
-    std::shared_ptr<const fem::NullSpace> ns;
-    fem::CsrMatrix constrained(A->pattern_ptr(), std::move(values));
-    if (A->null_space()) ns = assembly::null_space(assembly::Assembler(V), constrained, bc);
-    store.put(mkey, fem::CsrMatrix(A->pattern_ptr(), std::move(constrained).release_values(), ns));
+    // A null space the matrix carried is what the new conditions may leave free (the library's
+    // rule, assembly::system_matrix): decided again; a matrix without one cannot gain one.
+    if (!A->null_space()) {
+      store.put(mkey, fem::CsrMatrix(A->pattern_ptr(), std::move(values)));
+    } else {
+      const assembly::Assembler assembler(V);
+      FEM_EXPECTS(assembler.pattern() == A->pattern_ptr() || assembler.pattern()->same_structure(A->pattern()),
+                  "{}: the matrix under '{}' is not on the pattern of the space {}", name, mkey, V.name());
+      store.put(mkey, assembly::system_matrix(assembler, std::move(values), bc));
+    }
     store.put(vkey, fem::Array<double>(std::move(rhs)));
   });
 }

@@ -14,26 +14,31 @@ extern "C" __m256d _ZGVdN4v_exp(__m256d);
 
 namespace fem::assembly {
 
-Coefficient Coefficient::per_cell(std::vector<double> values) {
-  Coefficient c;
-  c.kind_ = Kind::per_cell;
+Coefficient Coefficient::constant(double value, std::string_view what) {
+  FEM_EXPECTS(std::isfinite(value), "{}: the value {} is not a finite number", what, value);
+  return Coefficient(Kind::constant, value);
+}
+
+Coefficient Coefficient::per_cell(std::vector<double> values, std::string_view what) {
+  for (std::size_t c = 0; c < values.size(); ++c)
+    FEM_EXPECTS(std::isfinite(values[c]), "{}: the value of cell {} is {}", what, c, values[c]);
+  Coefficient c(Kind::per_cell, 0.0);
   c.cells_ = std::make_shared<const std::vector<double>>(std::move(values));
   return c;
 }
 
-Coefficient Coefficient::per_tag(std::map<int, double> values, std::optional<double> otherwise) {
-  Coefficient c;
-  c.kind_ = Kind::per_tag;
+Coefficient Coefficient::per_tag(std::map<int, double> values, std::optional<double> otherwise, std::string_view what) {
+  for (const auto& [tag, v] : values) FEM_EXPECTS(std::isfinite(v), "{}: the value of tag {} is {}", what, tag, v);
+  FEM_EXPECTS(!otherwise || std::isfinite(*otherwise), "{}: the value of the other tags is {}", what, *otherwise);
+  Coefficient c(Kind::per_tag, otherwise.value_or(0.0));
   c.tags_ = std::make_shared<const std::vector<std::pair<int, double>>>(values.begin(), values.end());
   c.has_fallback_ = otherwise.has_value();
-  c.value_ = otherwise.value_or(0.0);
   return c;
 }
 
 Coefficient Coefficient::function(Function f) {
   FEM_EXPECTS(f != nullptr, "a function coefficient needs a function");
-  Coefficient c;
-  c.kind_ = Kind::function;
+  Coefficient c(Kind::function, 0.0);
   c.function_ = std::make_shared<const Function>(std::move(f));
   return c;
 }

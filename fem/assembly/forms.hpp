@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "fem/csr.hpp"
@@ -29,11 +30,16 @@ class Coefficient {
  public:
   enum class Kind { constant, per_cell, per_tag, function };
 
-  Coefficient(double value = 1.0) : kind_(Kind::constant), value_(value) {}  // NOLINT: implicit from a number
-  static Coefficient per_cell(std::vector<double> values);
+  /// Every value a coefficient is given is checked once, here, for every front end: NaN or ±∞ is
+  /// an InvalidArgument naming `what`, the value and where it was given (cell, tag).
+  Coefficient(double value = 1.0)  // NOLINT: implicit from a number
+      : Coefficient(constant(value)) {}
+  static Coefficient constant(double value, std::string_view what = "coefficient");
+  static Coefficient per_cell(std::vector<double> values, std::string_view what = "coefficient");
   /// Tags without a value take `otherwise`; without it, a cell tag missing from `values` is an
   /// error when the form is assembled.
-  static Coefficient per_tag(std::map<int, double> values, std::optional<double> otherwise = std::nullopt);
+  static Coefficient per_tag(std::map<int, double> values, std::optional<double> otherwise = std::nullopt,
+                             std::string_view what = "coefficient");
   static Coefficient function(Function f);
 
   Kind kind() const noexcept { return kind_; }
@@ -56,6 +62,7 @@ class Coefficient {
       if (t == tag) return v;
     return value_;
   }
+  Coefficient(Kind kind, double value) : kind_(kind), value_(value) {}
   Kind kind_;
   double value_ = 0;  // the constant, or the per-tag fallback
   bool has_fallback_ = true;

@@ -87,15 +87,12 @@ int fem_mesh_tag(const char* key, const char* name, int32_t dim, int32_t* tag) {
     FEM_EXPECTS(name != nullptr && tag != nullptr, "fem_mesh_tag: name and tag must not be null pointers");
     const std::string_view k = key_arg(key);
     const auto mesh = fem::store().get<fem::Mesh>(k);
-    if (const auto t = mesh->tag_of(name, dim)) {
-      *tag = *t;
+    try {
+      *tag = mesh->resolve_tag(name, dim);  // the library's one resolver
       return static_cast<int>(FEM_OK);
+    } catch (const fem::InvalidArgument& e) {
+      return fail(FEM_ERR_NOT_FOUND, fmt::format("store key '{}': {}", k, e.what()));
     }
-    return fail(
-        FEM_ERR_NOT_FOUND,
-        fmt::format("mesh '{}' (store key '{}') has no physical name '{}'{} (its names: {})", mesh->source(),
-                    k, name, dim < 0 ? std::string() : fmt::format(" of dimension {}", dim),
-                    mesh->describe_names(dim)));
   });
 }
 

@@ -97,43 +97,46 @@ bool is_all(py::handle where) { return py::isinstance<py::str>(where) && where.c
 Coefficient coefficient(const FunctionSpace& V, py::handle c, const char* what,
                         const std::shared_ptr<CallbackError>& error) {
   if (c.is_none()) return Coefficient(1.0);
-  const auto finite = [&](double v) {
-    FEM_EXPECTS(std::isfinite(v), "{}: {} is not a finite number", what, v);
-    return v;
-  };
-  if (py::isinstance<py::float_>(c) || py::isinstance<py::int_>(c))
-    return Coefficient(finite(c.cast<double>()));
+  // The values are checked by the library's Coefficient (finite, named by `what`).
+  if (py::isinstance<py::float_>(c) || py::isinstance<py::int_>(c)) return Coefficient::constant(c.cast<double>(), what);
   if (py::isinstance<py::dict>(c)) {
     std::map<int, double> values;
     std::optional<double> otherwise;
     for (auto [tag, value] : c.cast<py::dict>()) {
       if (is_all(tag))
-        otherwise = finite(value.cast<double>());
+        otherwise = value.cast<double>();
       else
-        values[resolve_tag(V.mesh(), tag, V.mesh().tdim(), what)] = finite(value.cast<double>());
+        values[resolve_tag(V.mesh(), tag, V.mesh().tdim(), what)] = value.cast<double>();
     }
-    return Coefficient::per_tag(std::move(values), otherwise);
+    return Coefficient::per_tag(std::move(values), otherwise, what);
   }
   if (PyCallable_Check(c.ptr()) && !py::isinstance<py::array>(c))
     return Coefficient::function(
         point_function(py::reinterpret_borrow<py::object>(c), V.mesh().gdim(), error));
   auto a = DoubleArray::ensure(c);
   FEM_EXPECTS(a, "{}: a number, one value per cell, {{tag: value}} or a function of x", what);
-  for (py::ssize_t i = 0; i < a.size(); ++i)
-    FEM_EXPECTS(std::isfinite(a.data()[i]), "{}: value {} is {}", what, i, a.data()[i]);
-  if (a.size() == 1) return Coefficient(a.data()[0]);
+  if (a.size() == 1) return Coefficient::constant(a.data()[0], what);
   FEM_EXPECTS(a.size() == V.mesh().num_cells(), "{}: {} values for {} cells", what, a.size(),
               V.mesh().num_cells());
-  return Coefficient::per_cell(std::vector<double>(a.data(), a.data() + a.size()));
+  return Coefficient::per_cell(std::vector<double>(a.data(), a.data() + a.size()), what);
 }
 
-/// The values of a matrix: into `out` (a writable float64 array of nnz entries) or a new matrix.
+/// The values of a matrix: into `out` (a writable float64 array of nnz entries) or a new matrix,
+/// which carries the null space of the modes the form does not resist (the library's rule,
+/// assembly::system_matrix: no conditions yet; DirichletBC.apply decides it again).
 template <class Form>
 py::object matrix(const Assembler& a, const Form& form, py::object out,
                   const std::shared_ptr<CallbackError>& error, const char* what) {
   if (out.is_none()) {
-    auto m = without_gil(error, [&] { return std::make_shared<const CsrMatrix>(a.matrix(form)); });
-    require_finite(m->values(), what);
+    auto m = without_gil(error, [&] {
+      std::vector<double> values = prefaulted_vector<double>(a.pattern()->nnz());
+      a.matrix_into(form, values);
+      require_finite(values, what);
+      if constexpr (std::is_same_v<Form, assembly::Mass>)
+        return std::make_shared<const CsrMatrix>(a.pattern(), std::move(values));
+      else
+        return std::make_shared<const CsrMatrix>(assembly::system_matrix(a, std::move(values), {}));
+    });
     return py::cast(held(std::move(m)));
   }
   std::span<double> v = output_array(out, a.pattern()->nnz(), what);
@@ -366,12 +369,22 @@ void bind_assembly(py::module_& m) {
                           rhs.size());
               std::copy(given.begin(), given.end(), rhs.begin());
             }
-            without_gil([&] { assembly::apply_dirichlet(bc.values, A.pattern(), values, rhs); });
-            auto out = std::make_shared<const CsrMatrix>(A.pattern_ptr(), std::move(values), A.null_space());
+            auto out = without_gil([&] {
+              assembly::apply_dirichlet(bc.values, A.pattern(), values, rhs);
+              // The null space a matrix carried is what these conditions leave free (the
+              // library's rule); a matrix without one cannot gain one.
+              if (!A.null_space()) return std::make_shared<const CsrMatrix>(A.pattern_ptr(), std::move(values));
+              const Assembler assembler(bc.V);
+              FEM_EXPECTS(assembler.pattern() == A.pattern_ptr() || assembler.pattern()->same_structure(A.pattern()),
+                          "DirichletBC.apply: A is not a matrix of the space {} of '{}'", bc.V.name(), bc.V.mesh_key());
+              return std::make_shared<const CsrMatrix>(
+                  assembly::system_matrix(assembler, std::move(values), bc.values));
+            });
             return py::make_tuple(held(std::move(out)), to_numpy(std::move(rhs)));
           },
           py::arg("A"), py::arg("b") = py::none(),
-          "(A', b'): the values imposed symmetrically (rows and columns zeroed but the diagonal, b lifted). "
+          "(A', b'): the values imposed symmetrically (rows and columns zeroed but the diagonal, b lifted), A' "
+          "carrying the null space of the motions the conditions leave free (none when they stop them all). "
           "Without b, b' is what the conditions add to every right-hand side (A' x = zero(b) + b').")
       .def(
           "zero",

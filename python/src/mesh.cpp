@@ -30,11 +30,11 @@ py::array_t<T> indices(const std::vector<T>& v) {
 
 int resolve_tag(const Mesh& mesh, py::handle tag, int dim, const char* what) {
   if (!py::isinstance<py::str>(tag)) return tag.cast<int>();
-  const std::string name = tag.cast<std::string>();
-  if (const auto t = mesh.tag_of(name, dim)) return *t;
-  throw InvalidArgument(fmt::format("{}: mesh '{}' has no physical name '{}'{} (its names: {})", what,
-                                    mesh.source(), name, dim >= 0 ? fmt::format(" of dimension {}", dim) : "",
-                                    mesh.describe_names(dim)));
+  try {
+    return mesh.resolve_tag(tag.cast<std::string>(), dim);  // the library's one resolver
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(fmt::format("{}: {}", what, e.what()));
+  }
 }
 
 void bind_mesh(py::module_& m) {

@@ -58,15 +58,16 @@ def test_cache_one_symbolic_analysis_per_pattern_one_factorization_per_version()
     assert np.allclose(u2, u / 2.0, rtol=1e-12, atol=1e-15)
 
 
-def vtu_point_data(path, name):
+def vtu_point_data(path, name, components=1):
     """A Float64 point-data array of a VTU written with raw appended data (the driver's format)."""
     data = open(path, "rb").read()
     head = data[: data.index(b"<AppendedData")].decode()
-    match = re.search(r'<DataArray type="Float64" Name="%s" NumberOfComponents="1" format="appended" '
-                      r'offset="(\d+)"' % name, head)
+    match = re.search(r'<DataArray type="Float64" Name="%s" NumberOfComponents="%d" format="appended" '
+                      r'offset="(\d+)"' % (name, components), head)
     start = data.index(b"_", data.index(b"<AppendedData")) + 1 + int(match.group(1))
     nbytes = struct.unpack("<Q", data[start:start + 8])[0]
-    return np.frombuffer(data[start + 8:start + 8 + nbytes], dtype="<f8")
+    values = np.frombuffer(data[start + 8:start + 8 + nbytes], dtype="<f8")
+    return values if components == 1 else values.reshape(-1, components)
 
 
 @pytest.mark.skipif(not os.environ.get("FEM_DRIVER"), reason="the fem driver was not built")
@@ -82,6 +83,37 @@ def test_equals_the_poisson_driver(tmp_path):
     driver = vtu_point_data(vtu, "u")  # P1 on a generated mesh: the DOFs are the mesh nodes, in order
     assert driver.shape == u.shape
     assert np.max(np.abs(driver - u)) <= 1e-12 * np.max(np.abs(u))
+
+
+@pytest.mark.skipif(not os.environ.get("FEM_DRIVER"), reason="the fem driver was not built")
+def test_pure_traction_elasticity_is_the_drivers_answer(tmp_path):
+    # Nothing holds the body; balanced tractions pull it apart. The library's rule gives the
+    # matrix its rigid motions (at assembly; DirichletBC.apply would decide again), and the
+    # solution is the one orthogonal to them, as the driver's.
+    fem.generate_mesh("gen:square-tri3:8", "mesh/traction")
+    V = fem.FunctionSpace("mesh/traction", 1, components=2)
+    a = fem.Assembler(V)
+    A = a.matrix(fem.Elasticity())
+    fem.store.put("traction/A", A)
+    b = a.vector(fem.Neumann("right", [1.0, 0.0])) + a.vector(fem.Neumann("left", [-1.0, 0.0]))
+    u = fem.solve("traction/A", b).reshape(-1, 2)
+    out, vtu = tmp_path / "run.json", tmp_path / "u.vtu"
+    driver = os.environ["FEM_DRIVER"]
+    subprocess.run([driver, "elasticity", "gen:square-tri3:8", "--traction", "right=1,0", "--traction", "left=-1,0",
+                    "--quiet", "--json", str(out), "--output", str(vtu)], check=True)
+    run = json.loads(out.read_text())
+    assert run["solution"]["normalization"] == "orthogonal_to_rigid_motions"
+    displacement = vtu_point_data(vtu, "displacement", 3)[:, :2]  # P1: the DOF nodes are the mesh nodes
+    assert np.max(np.abs(u)) > 0.1
+    assert np.max(np.abs(displacement - u)) <= 1e-10 * np.max(np.abs(u))
+    # Loads that push the body away: the same refusal, in the same words, as the driver's.
+    with pytest.raises(fem.NumericalError) as refused:
+        fem.solve("traction/A", a.vector(fem.Neumann("right", [1.0, 0.0])))
+    message = str(refused.value).split("(incompatible): ", 1)[1]
+    assert "translation x" in message and "rotation z" in message
+    cli = subprocess.run([driver, "elasticity", "gen:square-tri3:8", "--traction", "right=1,0"], capture_output=True,
+                         text=True)
+    assert cli.returncode == 1 and message in cli.stderr, (message, cli.stderr)
 
 
 def test_factorization_handle_transpose_blocks_and_versions():
@@ -373,7 +405,7 @@ def test_non_finite_values_are_errors_not_results():
         a.source(lambda x: np.full(len(x), np.inf))
     k = np.ones(V.mesh.num_cells)
     k[2] = np.nan
-    with pytest.raises(fem.InvalidArgument, match="value 2"):
+    with pytest.raises(fem.InvalidArgument, match="cell 2 is nan"):
         a.diffusion(k)
     with pytest.raises(fem.InvalidArgument):
         a.mass(float("nan"))

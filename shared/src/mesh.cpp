@@ -115,7 +115,7 @@ std::string Mesh::describe_tags(int dim) const {
   std::string s;
   for (int t : tags) {
     const auto name = name_of(dim, t);
-    s += fmt::format("{}{}{}", s.empty() ? "" : ", ", t, name.empty() ? "" : fmt::format(" ({})", name));
+    s += fmt::format("{}{}{}", s.empty() ? "" : ", ", t, name.empty() ? "" : fmt::format(" '{}'", name));
   }
   return s.empty() ? "none" : s;
 }

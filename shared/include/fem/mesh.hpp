@@ -115,7 +115,7 @@ class Mesh {
   /// InvalidArgument naming it and listing the tags of that dimension with their names.
   int resolve_tag(std::string_view tag, int dim) const;
   /// The tags the cells (dim = tdim()) or boundary facets (dim = tdim() - 1) carry, or that are
-  /// named in another dimension, with their names: "4 (left), 5 (right)", or "none".
+  /// named in another dimension, with their names: "4 'left', 5 'right'", or "none".
   std::string describe_tags(int dim) const;
   const std::string& source() const noexcept { return d_.source; }
 
