@@ -25,10 +25,10 @@ void start(int& argc, char**& argv, bool wanted) {
   if (processes <= 1 && !wanted) return;
   if (!detail::available())
     throw NotCompiled("MPI and PETSc",
-                      processes > 1 ? fmt::format("a run on {} processes (the distributed path, libfem_dist: "
+                      processes > 1 ? fmt::format("a run on {} processes (the distributed path of libfem_dist: "
                                                   "scripts/install-deps.sh dist, then configure again)",
                                                   processes)
-                                    : std::string("the distributed solvers mumps, gamg and hypre (libfem_dist: "
+                                    : std::string("a distributed solver (mumps, gamg or hypre: libfem_dist's; "
                                                   "scripts/install-deps.sh dist, then configure again)"));
   detail::start(argc, argv);
 }

@@ -228,6 +228,12 @@ class ExpressionProgram {
         case mu::cmLOR: {
           static constexpr Op ops[] = {Op::le,  Op::ge,  Op::ne,  Op::eq,  Op::lt,   Op::gt, Op::add,
                                        Op::sub, Op::mul, Op::div, Op::pow, Op::land, Op::lor};
+          // The table follows muparser's enum order (2.3.3); an upgrade that reorders it must
+          // not compile (tests/expression pins the token sequences too).
+          static_assert(mu::cmGE == mu::cmLE + 1 && mu::cmNEQ == mu::cmLE + 2 && mu::cmEQ == mu::cmLE + 3 &&
+                        mu::cmLT == mu::cmLE + 4 && mu::cmGT == mu::cmLE + 5 && mu::cmADD == mu::cmLE + 6 &&
+                        mu::cmSUB == mu::cmLE + 7 && mu::cmMUL == mu::cmLE + 8 && mu::cmDIV == mu::cmLE + 9 &&
+                        mu::cmPOW == mu::cmLE + 10 && mu::cmLAND == mu::cmLE + 11 && mu::cmLOR == mu::cmLE + 12);
           if (sp < 2) return nullptr;
           in.op = ops[t.Cmd - mu::cmLE];
           in.slot = --sp - 1;

@@ -197,6 +197,14 @@ int fem_erase(const char* key) {
   });
 }
 
+int fem_clear(void) {
+  return guarded([] {
+    fem::store().clear();
+    fem::store().reset_stats();
+    return FEM_OK;
+  });
+}
+
 int fem_list(const char* prefix, char* buffer, size_t capacity, size_t* required) {
   return guarded([&] {
     std::string all;

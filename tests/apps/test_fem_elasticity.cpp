@@ -257,9 +257,7 @@ TEST(FemDevice, CudaRunsOrFailsInOneLine) {
     ASSERT_EQ(r.status, 0) << args << "\n" << r.err;
     const auto j = nlohmann::json::parse(r.out);
     const auto cpu = run_json(args + " --device cpu", dir);
-    if (j.contains("device")) {
-      EXPECT_EQ(j["device"], "cuda") << args;
-    }
+    EXPECT_EQ(j["device"], "cuda") << args;
     EXPECT_NEAR(number(j["solution"]["max"]), number(cpu["solution"]["max"]), 1e-12) << args;
   }
   for (const auto& args : {runs[0], runs[1], runs[3]}) {

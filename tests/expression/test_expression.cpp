@@ -6,6 +6,7 @@
 #include <muParser.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -154,6 +155,97 @@ TEST(Expression, WhatTheProgramDoesNotCompileRunsThroughMuparser) {
   std::vector<double> v(1);
   several.evaluate(1, p, v.data());
   EXPECT_EQ(v[0], 1.0);
+}
+
+// The compiled program reads muparser's bytecode, whose meaning muparser does not promise to
+// keep. Pinned here to muparser 2.3.3's: an upgrade that changes the tokens an expression
+// compiles to fails this test (review ExpressionProgram::compile), instead of running a program
+// that reads the tokens wrongly, or falling back to muparser without anyone noticing. The values
+// are checked against C++'s own arithmetic, not against muparser.
+std::string token_name(const mu::SToken& t) {
+  switch (t.Cmd) {
+    case mu::cmLE: return "LE";
+    case mu::cmGE: return "GE";
+    case mu::cmNEQ: return "NEQ";
+    case mu::cmEQ: return "EQ";
+    case mu::cmLT: return "LT";
+    case mu::cmGT: return "GT";
+    case mu::cmADD: return "ADD";
+    case mu::cmSUB: return "SUB";
+    case mu::cmMUL: return "MUL";
+    case mu::cmDIV: return "DIV";
+    case mu::cmPOW: return "POW";
+    case mu::cmLAND: return "LAND";
+    case mu::cmLOR: return "LOR";
+    case mu::cmIF: return "IF";
+    case mu::cmELSE: return "ELSE";
+    case mu::cmENDIF: return "ENDIF";
+    case mu::cmVAR: return "VAR";
+    case mu::cmVAL: return fmt::format("VAL({:g})", t.Val.data2);
+    case mu::cmVARPOW2: return "VARPOW2";
+    case mu::cmVARPOW3: return "VARPOW3";
+    case mu::cmVARPOW4: return "VARPOW4";
+    case mu::cmVARMUL: return fmt::format("VARMUL({:g},{:g})", t.Val.data, t.Val.data2);
+    case mu::cmFUNC: return fmt::format("FUNC[{}]", t.Fun.argc);
+    case mu::cmEND: return "END";
+    default: return fmt::format("?{}", static_cast<int>(t.Cmd));
+  }
+}
+
+TEST(Expression, MuparsersBytecodeIsTheOneTheProgramReads) {
+  struct Pinned {
+    const char* text;
+    const char* tokens;
+    double (*value)(double x, double y);
+  };
+  const Pinned pinned[] = {
+      {"x+y", "VAR VAR ADD END", [](double x, double y) { return x + y; }},
+      {"x-y", "VAR VAR SUB END", [](double x, double y) { return x - y; }},
+      {"x*y", "VAR VAR MUL END", [](double x, double y) { return x * y; }},
+      {"x/y", "VAR VAR DIV END", [](double x, double y) { return x / y; }},
+      {"x^y", "VAR VAR POW END", [](double x, double y) { return std::pow(x, y); }},
+      {"x<=y", "VAR VAR LE END", [](double x, double y) { return double(x <= y); }},
+      {"x>=y", "VAR VAR GE END", [](double x, double y) { return double(x >= y); }},
+      {"x!=y", "VAR VAR NEQ END", [](double x, double y) { return double(x != y); }},
+      {"x==y", "VAR VAR EQ END", [](double x, double y) { return double(x == y); }},
+      {"x<y", "VAR VAR LT END", [](double x, double y) { return double(x < y); }},
+      {"x>y", "VAR VAR GT END", [](double x, double y) { return double(x > y); }},
+      {"(x<y)&&(y<0.5)", "VAR VAR LT VAR VAL(0.5) LT LAND END",
+       [](double x, double y) { return double(x < y && y < 0.5); }},
+      {"(x<y)||(y<0.5)", "VAR VAR LT VAR VAL(0.5) LT LOR END",
+       [](double x, double y) { return double(x < y || y < 0.5); }},
+      {"2*x+1", "VARMUL(2,1) END", [](double x, double) { return 2 * x + 1; }},
+      {"x^2", "VARPOW2 END", [](double x, double) { return x * x; }},
+      {"x^3", "VARPOW3 END", [](double x, double) { return x * x * x; }},
+      {"x^4", "VARPOW4 END", [](double x, double) { return x * x * x * x; }},
+      {"x<y?x:y", "VAR VAR LT IF VAR ELSE VAR ENDIF END", [](double x, double y) { return x < y ? x : y; }},
+      {"3.5", "VAL(3.5) END", [](double, double) { return 3.5; }},
+      {"-x", "VAR FUNC[1] END", [](double x, double) { return -x; }},
+      {"min(x,y)", "VAR VAR FUNC[-2] END", [](double x, double y) { return std::min(x, y); }},
+  };
+  for (const auto& p : pinned) {
+    double x = 0.3, y = 0.7, z = 0, t = 0;
+    mu::Parser parser;
+    parser.DefineVar("x", &x);
+    parser.DefineVar("y", &y);
+    parser.DefineVar("z", &z);
+    parser.DefineVar("t", &t);
+    parser.SetExpr(p.text);
+    parser.Eval();  // muparser makes its bytecode at the first evaluation
+    const auto& code = parser.GetByteCode();
+    std::string tokens;
+    for (std::size_t i = 0; i < code.GetSize(); ++i)
+      tokens += (tokens.empty() ? "" : " ") + token_name(code.GetBase()[i]);
+    EXPECT_EQ(tokens, p.tokens) << p.text << ": muparser " << mu::ParserVersion
+                                << " compiles it to other tokens; review ExpressionProgram::compile";
+    const Expression e("--test", p.text, 2);
+    EXPECT_TRUE(e.compiled()) << p.text;
+    for (const auto [px, py] : {std::pair{0.3, 0.7}, {0.7, 0.3}, {0.25, 0.25}, {1.5, 0.4}}) {
+      const double point[2] = {px, py}, want = p.value(px, py);
+      EXPECT_NEAR(e(point), want, 4 * std::numeric_limits<double>::epsilon() * std::abs(want))
+          << p.text << " at (" << px << ", " << py << ")";
+    }
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "fem/array.hpp"
+#include "fem/c_api.h"
 #include "fem/store.hpp"
 
 namespace {
@@ -540,6 +541,23 @@ TEST(Counters, NamedCountersAccumulateAndReset) {
   EXPECT_EQ(s.counter("solve.factorizations"), 0);
 }
 
-TEST(GlobalStore, IsOneObject) { EXPECT_EQ(&fem::store(), &fem::store()); }
+// The process-wide store is the one the C ABI (what ctypes, Python and plug-ins use) reads and
+// writes: an entry put from C++ is found through C and the other way round, and fem_clear
+// empties the store C++ sees.
+TEST(GlobalStore, IsTheStoreOfTheCApi) {
+  fem::store().put("global/cpp", fem::Array<double>(std::vector<double>{1.0, 2.0}));
+  int32_t present = 0;
+  ASSERT_EQ(fem_contains("global/cpp", &present), FEM_OK);
+  EXPECT_EQ(present, 1);
+  const double values[] = {3.0};
+  const int64_t shape[] = {1};
+  ASSERT_EQ(fem_put_f64("global/c", values, 1, shape, nullptr), FEM_OK);
+  EXPECT_EQ(fem::store().get<fem::Array<double>>("global/c")->vector(), std::vector<double>{3.0});
+  fem::store().count("global.counter");
+  ASSERT_EQ(fem_clear(), FEM_OK);
+  EXPECT_FALSE(fem::store().contains("global/cpp"));
+  EXPECT_FALSE(fem::store().contains("global/c"));
+  EXPECT_EQ(fem::store().counter("global.counter"), 0);
+}
 
 }  // namespace

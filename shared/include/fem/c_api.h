@@ -80,6 +80,9 @@ int fem_version(const char* key, uint64_t* version);
 int fem_contains(const char* key, int32_t* present);
 /* FEM_ERR_NOT_FOUND when the key is absent. */
 int fem_erase(const char* key);
+/* Every entry erased (values still viewed stay alive until released), the statistics and the
+ * named counters reset: a fresh store, as Python's fem.store.clear() and tests want it. */
+int fem_clear(void);
 /* Keys starting with prefix (NULL or "" for all), separated by '\n', NUL-terminated.
  * *required receives the buffer size needed, terminator included. */
 int fem_list(const char* prefix, char* buffer, size_t capacity, size_t* required);
