@@ -6,6 +6,7 @@
 #include <fem/threads.hpp>
 #include <numeric>
 #include <queue>
+#include <ranges>
 
 #ifdef __AVX__
 #include <immintrin.h>
@@ -50,8 +51,6 @@ inline const double* column(const Node& nd, int j) {
   return nd.L + static_cast<std::ptrdiff_t>(j) * nd.rows - static_cast<std::ptrdiff_t>(j) * (j + 1) / 2;
 }
 
-// The hardware prefetchers lose the factor's stream at every supernode boundary, every few
-// hundred bytes in 2D: the sweeps keep the next `ahead` bytes of the factor requested.
 // The hardware prefetchers lose the factor's stream at every node boundary, every few hundred
 // bytes in 2D: the sweeps keep the next `ahead` bytes of the factor requested (beyond the
 // first `ahead` bytes of a large node, whose columns the hardware streams by itself).
@@ -471,6 +470,30 @@ void backward(const Node& nd, double* y, double* w) {
     backward_block<V>(nd, y, w);
 }
 
+// Forward, L y = b: the nodes in increasing order, the factor read upwards; backward, Lᵀ x = y:
+// in decreasing order, read downwards.
+enum class Direction { forward, backward };
+
+// One substitution over the nodes `ks`, in the order given (node(k) makes node k), with the
+// factor prefetched ahead in that direction; u: the thread's update rows. A forward sweep sends
+// the updates of rows at or beyond column_end to `top` (top_index: row → its place there); the
+// top of the tree, and a factor solved serially, keep every row in y (column_end = n).
+template <Direction D, int W, class Nodes, class NodeAt>
+void sweep(const Nodes& ks, const NodeAt& node, double* y, double* u, index_t column_end = 0,
+           const int* top_index = nullptr, double* top = nullptr) {
+  Prefetch pf;
+  for (const int k : ks) {
+    const Node nd = node(k);
+    if constexpr (D == Direction::forward) {
+      pf.up(nd);
+      forward<W>(nd, y, column_end, top_index, top, u);
+    } else {
+      pf.down(nd);
+      backward<W>(nd, y, u);
+    }
+  }
+}
+
 }  // namespace
 
 SupernodalSolve::SupernodalSolve(const Structure& factor, const Structure* fine) : factor_(factor) {
@@ -734,31 +757,22 @@ void SupernodalSolve::give_back(std::unique_ptr<Workspace> w) const {
 template <int W>
 void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, int threads,
                                   Workspace& workspace) const {
-  auto node = [this](const double* packed, int k) {
+  auto node = [this, x](int k) {
     const NodeInfo& i = nodes_[static_cast<std::size_t>(k)];
     return Node{
-        i.first_col, i.cols, i.rows, packed + i.offset, below_.data() + i.below, trapezoid(i.cols, i.rows)};
+        i.first_col, i.cols, i.rows, x + i.offset, below_.data() + i.below, trapezoid(i.cols, i.rows)};
   };
   // Thread t of the team uses the t-th slice (a whole number of cache lines); the calling thread
   // the first.
   const std::size_t u_size = (static_cast<std::size_t>(max_rows_) * W + 7) / 8 * 8;
   double* const u_all = grow(workspace.u, u_size * static_cast<std::size_t>(std::max(threads, 1)));
   const index_t n = factor_.n;
-  if (parts_.empty()) {
-    double* u = u_all;
-    Prefetch pf;
-    for (int k : top_) {
-      const Node nd = node(x, k);
-      pf.up(nd);
-      forward<W>(nd, y, n, nullptr, nullptr, u);
-    }
-    for (auto k = top_.rbegin(); k != top_.rend(); ++k) {
-      const Node nd = node(x, *k);
-      pf.down(nd);
-      backward<W>(nd, y, u);
-    }
-    return;
-  }
+  // The nodes above the subtrees (all of them, without subtrees), serially on the calling thread.
+  auto solve_top = [&] {
+    sweep<Direction::forward, W>(top_, node, y, u_all, n);
+    sweep<Direction::backward, W>(std::views::reverse(top_), node, y, u_all);
+  };
+  if (parts_.empty()) return solve_top();
   const std::size_t ntop = top_columns_.size() * W;
   const int nparts = static_cast<int>(parts_.size());
   std::fill(buffers, buffers + ntop * static_cast<std::size_t>(nparts), 0.0);
@@ -778,35 +792,25 @@ void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, i
   const int* owners = owner.data();
   // Thread t of a team of `team` runs the subtrees dealt to t, t + team, ...: OpenMP may give a
   // smaller team than asked (OMP_DYNAMIC, OMP_THREAD_LIMIT, nested regions).
-  auto subtrees = [&](int t, int team, bool forward_sweep) {
+  auto subtrees = [&](int t, int team, Direction direction) {
     double* u = u_all + u_size * static_cast<std::size_t>(t);
     for (int p = 0; p < nparts; ++p) {
       if (owners[p] % team != t) continue;
       const Part& q = parts_[static_cast<std::size_t>(p)];
-      if (forward_sweep) {
-        double* top = buffers + ntop * static_cast<std::size_t>(p);
-        Prefetch pf;
-        for (int k = q.first; k <= q.last; ++k) {
-          const Node nd = node(x, k);
-          pf.up(nd);
-          forward<W>(nd, y, q.column_end, top_index_.data(), top, u);
-        }
-      } else {
-        Prefetch pf;
-        for (int k = q.last; k >= q.first; --k) {
-          const Node nd = node(x, k);
-          pf.down(nd);
-          backward<W>(nd, y, u);
-        }
-      }
+      const auto ks = std::views::iota(q.first, q.last + 1);
+      if (direction == Direction::forward)
+        sweep<Direction::forward, W>(ks, node, y, u, q.column_end, top_index_.data(),
+                                     buffers + ntop * static_cast<std::size_t>(p));
+      else
+        sweep<Direction::backward, W>(std::views::reverse(ks), node, y, u);
     }
   };
-  auto sweep = [&](bool forward_sweep) {
-    if (threads == 1) return subtrees(0, 1, forward_sweep);
+  auto all_subtrees = [&](Direction direction) {
+    if (threads == 1) return subtrees(0, 1, direction);
 #pragma omp parallel num_threads(threads)
-    subtrees(omp_get_thread_num(), omp_get_num_threads(), forward_sweep);
+    subtrees(omp_get_thread_num(), omp_get_num_threads(), direction);
   };
-  sweep(true);
+  all_subtrees(Direction::forward);
   // The subtrees' updates of the top rows, in subtree order; then the top, serially.
   for (std::size_t c = 0; c < top_columns_.size(); ++c) {
     double* dst = y + static_cast<std::size_t>(top_columns_[c]) * W;
@@ -815,19 +819,8 @@ void SupernodalSolve::solve_chunk(const double* x, double* y, double* buffers, i
       for (int r = 0; r < W; ++r) dst[r] += src[r];
     }
   }
-  double* u = u_all;
-  Prefetch pf;
-  for (int k : top_) {
-    const Node nd = node(x, k);
-    pf.up(nd);
-    forward<W>(nd, y, n, nullptr, nullptr, u);
-  }
-  for (auto k = top_.rbegin(); k != top_.rend(); ++k) {
-    const Node nd = node(x, *k);
-    pf.down(nd);
-    backward<W>(nd, y, u);
-  }
-  sweep(false);
+  solve_top();
+  all_subtrees(Direction::backward);
 }
 
 void SupernodalSolve::solve(const double* x, const double* B, double* X, index_t nrhs) const {

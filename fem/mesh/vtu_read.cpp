@@ -1,278 +1,27 @@
-// VTK XML unstructured grid writer and reader (appended raw, base64, ascii; zlib), parallel
-// .pvtu records of pieces, PVD collections.
-#include "fem/mesh/vtu.hpp"
-
+// The VTK XML readers: unstructured grids (.vtu) as write_vtu and VTK write them (every
+// encoding, zlib, either byte order, UInt32 or UInt64 headers), parallel records of pieces
+// (.pvtu) and PVD collections. Writing them: vtu_write.cpp.
 #include <fmt/format.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
-#include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
+#include "fem/mesh/detail/vtu_format.hpp"
+#include "fem/mesh/vtu.hpp"
 
 namespace fem::mesh {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "the VTU writer assumes a little-endian host");
-
-constexpr std::size_t kBlockSize = 1 << 16;
-
-// What write_vtu writes, which write_pvtu declares: they must agree (ParaView refuses a .pvtu
-// whose declarations differ from its pieces).
-constexpr const char* kFieldType = "Float64";   // every point and cell field
-constexpr const char* kPointsType = "Float64";  // the points, 3 components
-constexpr const char* kTagName = "tag";         // the cell tags, first cell array
-constexpr const char* kTagType = "Int32";
-
-// ---------------------------------------------------------------------------------------------
-// Node orders
-constexpr int kIdentity[27] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
-                               14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26};
-constexpr int kTet10[10] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 8};
-constexpr int kHex27[27] = {0,  1,  2,  3,  4,  5,  6,  7,  8,  11, 13, 9,  16, 18,
-                            19, 17, 10, 12, 14, 15, 22, 23, 21, 24, 20, 25, 26};
-
-// ---------------------------------------------------------------------------------------------
-// base64
-constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-std::string base64(const unsigned char* p, std::size_t n) {
-  std::string out;
-  out.reserve((n + 2) / 3 * 4);
-  std::size_t i = 0;
-  for (; i + 3 <= n; i += 3) {
-    const std::uint32_t v = (p[i] << 16) | (p[i + 1] << 8) | p[i + 2];
-    out += kB64[v >> 18], out += kB64[(v >> 12) & 63], out += kB64[(v >> 6) & 63], out += kB64[v & 63];
-  }
-  if (i < n) {
-    std::uint32_t v = p[i] << 16;
-    if (i + 1 < n) v |= p[i + 1] << 8;
-    out += kB64[v >> 18], out += kB64[(v >> 12) & 63];
-    out += i + 1 < n ? kB64[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-int b64_value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-// Decodes base64 text (whitespace ignored); a '=' ends a group, and decoding goes on after it
-// (VTK writes the compression header and the blocks as separate base64 streams). Returns false
-// on a bad character.
-bool unbase64(std::string_view text, std::vector<unsigned char>& out,
-              std::vector<std::size_t>* group_ends = nullptr) {
-  std::uint32_t acc = 0;
-  int have = 0;
-  for (std::size_t k = 0; k < text.size(); ++k) {
-    const char c = text[k];
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
-    if (c == '=') {
-      if (have == 2) out.push_back(static_cast<unsigned char>(acc >> 4));
-      if (have == 3) {
-        out.push_back(static_cast<unsigned char>(acc >> 10));
-        out.push_back(static_cast<unsigned char>(acc >> 2));
-      }
-      if (have > 0 && group_ends) group_ends->push_back(out.size());
-      acc = 0, have = 0;
-      continue;
-    }
-    const int v = b64_value(c);
-    if (v < 0) return false;
-    acc = (acc << 6) | static_cast<std::uint32_t>(v);
-    if (++have == 4) {
-      out.push_back(static_cast<unsigned char>(acc >> 16));
-      out.push_back(static_cast<unsigned char>(acc >> 8));
-      out.push_back(static_cast<unsigned char>(acc));
-      acc = 0, have = 0;
-    }
-  }
-  return have == 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Writing
-
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-struct OutArray {
-  std::string name, type;  // VTK type name
-  int components = 1;
-  std::vector<unsigned char> bytes;  // little-endian values
-  std::string ascii;                 // for ascii encoding
-  std::vector<unsigned char> blob;   // header + (compressed) data for binary encodings
-  std::string inline_text;           // base64 text
-  std::uint64_t offset = 0;
-};
-
-template <class T>
-std::vector<unsigned char> to_bytes(std::span<const T> v) {
-  std::vector<unsigned char> b(v.size_bytes());
-  if (!v.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-template <class T>
-std::string to_ascii(std::span<const T> v) {
-  std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i) s += (i % 12 == 0) ? '\n' : ' ';
-    if constexpr (sizeof(T) == 1)
-      s += fmt::format("{}", static_cast<int>(v[i]));
-    else
-      s += fmt::format("{}", v[i]);
-  }
-  return s;
-}
-
-template <class T>
-OutArray make_array(std::string name, std::string type, int components, std::span<const T> v, bool ascii) {
-  OutArray a{std::move(name), std::move(type), components, {}, {}, {}, {}, 0};
-  if (ascii)
-    a.ascii = to_ascii(v);
-  else
-    a.bytes = to_bytes(v);
-  return a;
-}
-
-void append_u64(std::vector<unsigned char>& b, std::uint64_t v) {
-  const auto* p = reinterpret_cast<const unsigned char*>(&v);
-  b.insert(b.end(), p, p + 8);
-}
-
-// Binary encodings: the header (UInt64 byte count, or the zlib block table) and the data.
-void encode(OutArray& a, const VtuOptions& o, const std::string& file) {
-  if (o.encoding == VtuEncoding::ascii) return;
-  std::vector<unsigned char> header, data;
-  if (!o.compress) {
-    append_u64(header, a.bytes.size());
-    data = std::move(a.bytes);
-  } else {
-    const std::size_t n = a.bytes.size(), nblocks = (n + kBlockSize - 1) / kBlockSize;
-    append_u64(header, nblocks);
-    append_u64(header, kBlockSize);
-    append_u64(header, n % kBlockSize);
-    for (std::size_t b = 0; b < nblocks; ++b) {
-      const std::size_t len = std::min(kBlockSize, n - b * kBlockSize);
-      uLongf clen = compressBound(static_cast<uLong>(len));
-      const std::size_t at = data.size();
-      data.resize(at + clen);
-      const int rc = compress2(data.data() + at, &clen, a.bytes.data() + b * kBlockSize,
-                               static_cast<uLong>(len), std::clamp(o.compression_level, 1, 9));
-      if (rc != Z_OK) throw Error(fmt::format("cannot write '{}': zlib compression failed ({})", file, rc));
-      data.resize(at + clen);
-      append_u64(header, clen);
-    }
-    a.bytes.clear();
-  }
-  if (o.encoding == VtuEncoding::base64) {
-    // Uncompressed: one base64 stream of header and data (what VTK writes); compressed: the
-    // header and the blocks are separate streams.
-    if (!o.compress) {
-      header.insert(header.end(), data.begin(), data.end());
-      a.inline_text = base64(header.data(), header.size());
-    } else {
-      a.inline_text = base64(header.data(), header.size()) + base64(data.data(), data.size());
-    }
-  } else {
-    a.blob = std::move(header);
-    a.blob.insert(a.blob.end(), data.begin(), data.end());
-  }
-}
-
-void write_array_xml(std::ostream& out, const OutArray& a, const VtuOptions& o, const char* indent) {
-  out << indent << "<DataArray type=\"" << a.type << "\" Name=\"" << xml_escape(a.name)
-      << "\" NumberOfComponents=\"" << a.components << "\" format=\"";
-  switch (o.encoding) {
-    case VtuEncoding::appended_raw:
-      out << "appended\" offset=\"" << a.offset << "\"/>\n";
-      return;
-    case VtuEncoding::base64:
-      out << "binary\">\n" << indent << "  " << a.inline_text << '\n';
-      break;
-    case VtuEncoding::ascii:
-      out << "ascii\">\n" << a.ascii << '\n';
-      break;
-  }
-  out << indent << "</DataArray>\n";
-}
-
-// Names and components of the fields (`who` writes them): what write_vtu and write_pvtu declare.
-void check_layout(std::span<const Field> fields, const char* what, const char* who, const VtuOptions& o) {
-  for (std::size_t i = 0; i < fields.size(); ++i) {
-    const Field& f = fields[i];
-    FEM_EXPECTS(!f.name.empty(), "{}: {} field {} has no name", who, what, i);
-    FEM_EXPECTS(f.components >= 1, "{}: {} field '{}' has {} components", who, what, f.name, f.components);
-    for (std::size_t j = 0; j < i; ++j)
-      FEM_EXPECTS(fields[j].name != f.name, "{}: two {} fields named '{}'", who, what, f.name);
-    FEM_EXPECTS(!(o.cell_tags && std::string_view(what) == "cell" && f.name == kTagName),
-                "{}: cell field '{}' clashes with the cell tags", who, kTagName);
-  }
-}
-
-void check_fields(std::span<const Field> fields, std::size_t count, const char* what, const Mesh& mesh,
-                  const VtuOptions& o) {
-  check_layout(fields, what, "write_vtu", o);
-  for (const Field& f : fields)
-    FEM_EXPECTS(f.values.size() == count * static_cast<std::size_t>(f.components),
-                "write_vtu: {} field '{}' has {} values, expected {} ({} {}s × {} components) on mesh '{}'",
-                what, f.name, f.values.size(), count * f.components, count, what, f.components,
-                mesh.source());
-}
-
-// The opening <VTKFile> tag (after the XML declaration) of a .vtu or .pvtu.
-void write_vtkfile_tag(std::ostream& out, const char* type, const VtuOptions& o) {
-  out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"" << type
-      << "\" version=\"1.0\" "
-         "byte_order=\"LittleEndian\" "
-         "header_type=\"UInt64\"";
-  if (o.compress && o.encoding != VtuEncoding::ascii) out << " compressor=\"vtkZLibDataCompressor\"";
-  out << ">\n";
-}
-
-// `file` (absolute, or relative to the current folder) relative to the folder of `anchor`, with
-// '/' separators: how .pvd and .pvtu files name other files.
-std::string relative_to_folder_of(const std::filesystem::path& file, const std::filesystem::path& anchor) {
-  const auto abs = std::filesystem::absolute(file).lexically_normal();
-  const auto base = std::filesystem::absolute(anchor).lexically_normal().parent_path();
-  auto rel = abs.lexically_relative(base);
-  if (rel.empty()) rel = abs;
-  return rel.generic_string();
-}
+using detail::kTagName;
+using detail::unbase64;
 
 // ---------------------------------------------------------------------------------------------
 // Reading: a small scanner for the XML that write_vtu (and VTK) writes.
@@ -559,86 +308,6 @@ std::optional<CellType> cell_type_from_vtk(int vtk) {
 
 }  // namespace
 
-std::span<const int> vtk_node_order(CellType type) {
-  const auto n = static_cast<std::size_t>(cell_info(type).num_nodes);
-  if (type == CellType::tet10) return kTet10;
-  if (type == CellType::hex27) return kHex27;
-  return {kIdentity, n};
-}
-
-void write_vtu(const std::filesystem::path& file, const Mesh& mesh, std::span<const Field> point_data,
-               std::span<const Field> cell_data, const VtuOptions& o) {
-  const auto nn = static_cast<std::size_t>(mesh.num_nodes()), nc = static_cast<std::size_t>(mesh.num_cells());
-  check_fields(point_data, nn, "point", mesh, o);
-  check_fields(cell_data, nc, "cell", mesh, o);
-  const bool ascii = o.encoding == VtuEncoding::ascii;
-
-  std::vector<OutArray> pd, cd, pts, cells;
-  for (const auto& f : point_data)
-    pd.push_back(make_array(f.name, kFieldType, f.components, f.values, ascii));
-  if (o.cell_tags) cd.push_back(make_array(kTagName, kTagType, 1, mesh.cell_tags(), ascii));
-  for (const auto& f : cell_data) cd.push_back(make_array(f.name, kFieldType, f.components, f.values, ascii));
-
-  std::vector<double> xyz(3 * nn, 0.0);
-  const int gdim = mesh.gdim();
-  for (std::size_t i = 0; i < nn; ++i)
-    for (int d = 0; d < gdim; ++d) xyz[3 * i + d] = mesh.coords()[i * gdim + d];
-  pts.push_back(make_array<double>("Points", kPointsType, 3, xyz, ascii));
-  xyz = {};
-
-  const int npc = mesh.nodes_per_cell();
-  const auto order = vtk_node_order(mesh.cell_type());
-  std::vector<index_t> conn(nc * npc), offsets(nc);
-  for (std::size_t c = 0; c < nc; ++c) {
-    const auto v = mesh.cell(static_cast<index_t>(c));
-    for (int k = 0; k < npc; ++k) conn[c * npc + k] = v[order[k]];
-    offsets[c] = static_cast<index_t>((c + 1) * npc);
-  }
-  std::vector<std::uint8_t> types(nc, static_cast<std::uint8_t>(mesh.cell_info().vtk_type));
-  cells.push_back(make_array<index_t>("connectivity", "Int32", 1, conn, ascii));
-  conn = {};
-  cells.push_back(make_array<index_t>("offsets", "Int32", 1, offsets, ascii));
-  cells.push_back(make_array<std::uint8_t>("types", "UInt8", 1, types, ascii));
-
-  std::uint64_t offset = 0;
-  for (auto* group : {&pd, &cd, &pts, &cells})
-    for (auto& a : *group) {
-      encode(a, o, file.string());
-      a.offset = offset;
-      offset += a.blob.size();
-    }
-
-  AtomicFile atomic(file);  // all or nothing: a failure leaves the previous file as it was
-  std::ostream& out = atomic.stream();
-  write_vtkfile_tag(out, "UnstructuredGrid", o);
-  out << "  <UnstructuredGrid>\n    <Piece NumberOfPoints=\"" << nn << "\" NumberOfCells=\"" << nc << "\">\n";
-  const char* ind = "        ";
-  if (!pd.empty()) {
-    out << "      <PointData>\n";
-    for (const auto& a : pd) write_array_xml(out, a, o, ind);
-    out << "      </PointData>\n";
-  }
-  if (!cd.empty()) {
-    out << "      <CellData>\n";
-    for (const auto& a : cd) write_array_xml(out, a, o, ind);
-    out << "      </CellData>\n";
-  }
-  out << "      <Points>\n";
-  write_array_xml(out, pts[0], o, ind);
-  out << "      </Points>\n      <Cells>\n";
-  for (const auto& a : cells) write_array_xml(out, a, o, ind);
-  out << "      </Cells>\n    </Piece>\n  </UnstructuredGrid>\n";
-  if (o.encoding == VtuEncoding::appended_raw) {
-    out << "  <AppendedData encoding=\"raw\">\n   _";
-    for (auto* group : {&pd, &cd, &pts, &cells})
-      for (const auto& a : *group)
-        out.write(reinterpret_cast<const char*>(a.blob.data()), static_cast<std::streamsize>(a.blob.size()));
-    out << "\n  </AppendedData>\n";
-  }
-  out << "</VTKFile>\n";
-  atomic.commit();
-}
-
 const VtuArray* VtuData::point_array(std::string_view name) const {
   for (const auto& a : point_data)
     if (a.name == name) return &a;
@@ -834,57 +503,12 @@ Mesh VtuData::to_mesh(int gdim) const {
                 info.name, npc);
     for (int k = 0; k < npc; ++k) m.cells[c * npc + order[k]] = static_cast<index_t>(connectivity[begin + k]);
   }
-  if (const VtuArray* tag = cell_array("tag"); tag && tag->components == 1) {
+  if (const VtuArray* tag = cell_array(kTagName); tag && tag->components == 1) {
     m.cell_tags.resize(types.size());
     for (std::size_t c = 0; c < types.size(); ++c) m.cell_tags[c] = static_cast<int>(tag->values[c]);
   }
   m.source = source;
   return Mesh(std::move(m));
-}
-
-// ---------------------------------------------------------------------------------------------
-// PVTU
-
-void write_pvtu(const std::filesystem::path& pvtu, std::span<const std::string> pieces,
-                std::span<const Field> point_data_layout, std::span<const Field> cell_data_layout,
-                const VtuOptions& o) {
-  check_layout(point_data_layout, "point", "write_pvtu", o);
-  check_layout(cell_data_layout, "cell", "write_pvtu", o);
-  FEM_EXPECTS(!pieces.empty(), "write_pvtu: '{}' needs at least one piece", pvtu.string());
-  for (std::size_t i = 0; i < pieces.size(); ++i)
-    FEM_EXPECTS(!pieces[i].empty(), "write_pvtu: piece {} of '{}' has an empty path", i, pvtu.string());
-
-  const auto declare = [](std::ostream& out, std::string_view name, const char* type, int components) {
-    out << "      <PDataArray type=\"" << type << "\" Name=\"" << xml_escape(name)
-        << "\" NumberOfComponents=\"" << components << "\"/>\n";
-  };
-  AtomicFile atomic(pvtu);  // all or nothing: a failure leaves the previous file as it was
-  std::ostream& out = atomic.stream();
-  write_vtkfile_tag(out, "PUnstructuredGrid", o);
-  out << "  <PUnstructuredGrid GhostLevel=\"0\">\n";
-  if (!point_data_layout.empty()) {
-    out << "    <PPointData>\n";
-    for (const auto& f : point_data_layout) declare(out, f.name, kFieldType, f.components);
-    out << "    </PPointData>\n";
-  }
-  if (o.cell_tags || !cell_data_layout.empty()) {
-    out << "    <PCellData>\n";
-    if (o.cell_tags) declare(out, kTagName, kTagType, 1);
-    for (const auto& f : cell_data_layout) declare(out, f.name, kFieldType, f.components);
-    out << "    </PCellData>\n";
-  }
-  out << "    <PPoints>\n";
-  declare(out, "Points", kPointsType, 3);
-  out << "    </PPoints>\n";
-  for (const auto& piece : pieces)
-    out << "    <Piece Source=\"" << xml_escape(relative_to_folder_of(piece, pvtu)) << "\"/>\n";
-  out << "  </PUnstructuredGrid>\n</VTKFile>\n";
-  atomic.commit();
-}
-
-std::filesystem::path pvtu_piece_path(const std::filesystem::path& pvtu, int piece) {
-  FEM_EXPECTS(piece >= 0, "pvtu_piece_path: piece {} of '{}' is negative", piece, pvtu.string());
-  return pvtu.parent_path() / fmt::format("{}_p{}.vtu", pvtu.stem().string(), piece);
 }
 
 VtuData read_pvtu(const std::filesystem::path& pvtu) {
@@ -979,49 +603,6 @@ VtuData read_pvtu(const std::filesystem::path& pvtu) {
     d.types.insert(d.types.end(), p.types.begin(), p.types.end());
   }
   return d;
-}
-
-// ---------------------------------------------------------------------------------------------
-// PVD
-
-PvdWriter::PvdWriter(std::filesystem::path pvd, VtuOptions options)
-    : pvd_(std::move(pvd)), options_(options) {
-  check_writable(pvd_);  // fail now, before the simulation, but leave a previous series alone
-}
-
-std::filesystem::path PvdWriter::next_path(std::string_view extension) const {
-  FEM_EXPECTS(!extension.empty() && extension.front() == '.',
-              "PvdWriter::next_path: extension '{}' does not start with '.'", extension);
-  return pvd_.parent_path() / fmt::format("{}_{:06d}{}", pvd_.stem().string(), steps_.size(), extension);
-}
-
-std::filesystem::path PvdWriter::write(double time, const Mesh& mesh, std::span<const Field> point_data,
-                                       std::span<const Field> cell_data) {
-  const std::filesystem::path file = next_path(".vtu");
-  write_vtu(file, mesh, point_data, cell_data, options_);  // the frame first, then the .pvd naming it
-  steps_.push_back({time, file.filename().string()});
-  rewrite();
-  return file;
-}
-
-void PvdWriter::add(double time, const std::filesystem::path& file) {
-  FEM_EXPECTS(!file.empty(), "PvdWriter::add: empty path for the step at time {} of '{}'", time,
-              pvd_.string());
-  steps_.push_back({time, relative_to_folder_of(file, pvd_)});
-  rewrite();
-}
-
-void PvdWriter::rewrite() const {
-  AtomicFile atomic(pvd_);
-  std::ostream& out = atomic.stream();
-  out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" "
-         "byte_order=\"LittleEndian\">\n"
-         "  <Collection>\n";
-  for (const auto& s : steps_)
-    out << fmt::format("    <DataSet timestep=\"{}\" group=\"\" part=\"0\" file=\"{}\"/>\n", s.time,
-                       xml_escape(s.file));
-  out << "  </Collection>\n</VTKFile>\n";
-  atomic.commit();
 }
 
 std::vector<PvdStep> read_pvd(const std::filesystem::path& pvd) {
