@@ -11,7 +11,8 @@ packages=(
 )
 # Extra groups: fuzz (clang for the libFuzzer targets), gmsh, dist (MPI + PETSc with MUMPS and
 # hypre, for libfem_dist: 19 s here from Debian's archive), python (the module: pybind11, NumPy,
-# SciPy, pytest), torch (PyTorch 1.13 for fem.torch, optional)
+# SciPy, pytest), torch (PyTorch 1.13 for fem.torch, optional), format (clang-format 14, what
+# the format.clang_format test checks every tracked C++ file with)
 for group in "$@"; do
   case "$group" in
     fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
@@ -19,7 +20,8 @@ for group in "$@"; do
     dist) packages+=(libpetsc-real-dev libopenmpi-dev openmpi-bin) ;;
     python) packages+=(python3-dev python3-numpy python3-scipy pybind11-dev python3-pybind11 python3-pytest) ;;
     torch) packages+=(python3-torch) ;;
-    *) echo "install-deps.sh: unknown group '$group' (known: fuzz, gmsh, dist, python, torch)" >&2; exit 2 ;;
+    format) packages+=(clang-format-14) ;;
+    *) echo "install-deps.sh: unknown group '$group' (known: fuzz, gmsh, dist, python, torch, format)" >&2; exit 2 ;;
   esac
 done
 

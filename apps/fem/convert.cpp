@@ -11,8 +11,8 @@
 #include "fem/error.hpp"
 #include "fem/mesh/check.hpp"
 #include "fem/mesh/vtu.hpp"
-#include "load_mesh.hpp"
 #include "fem/mesh/write_gmsh.hpp"
+#include "load_mesh.hpp"
 
 namespace fem::app {
 namespace {
@@ -26,7 +26,8 @@ void run_convert(const ConvertArgs& a) {
   const std::filesystem::path out(a.out);
   const std::string ext = out.extension().string();
   if (ext != ".vtu" && ext != ".msh")
-    throw InvalidArgument(fmt::format("cannot write '{}': unknown extension '{}' (use .vtu or .msh)", a.out, ext));
+    throw InvalidArgument(
+        fmt::format("cannot write '{}': unknown extension '{}' (use .vtu or .msh)", a.out, ext));
   check_writable(out);  // before reading the mesh
   Mesh m = load_mesh(a.in);
   if (a.reorient) {
@@ -36,7 +37,8 @@ void run_convert(const ConvertArgs& a) {
       fmt::print(stderr, "fem convert: reoriented {} inverted cells\n", report.inverted.size());
     }
     if (!report.tangled.empty() || !report.degenerate.empty())
-      fmt::print(stderr, "fem convert: {} tangled and {} degenerate cells remain (no reordering fixes them)\n",
+      fmt::print(stderr,
+                 "fem convert: {} tangled and {} degenerate cells remain (no reordering fixes them)\n",
                  report.tangled.size(), report.degenerate.size());
   }
   if (ext == ".vtu") {

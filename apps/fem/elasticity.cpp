@@ -28,16 +28,18 @@ struct ElasticityOptions {
 };
 
 void run_elasticity(const ElasticityOptions& o) {
-  Run run(o.common, "elasticity", ".vtu", "VTU (a .vtu file: point data displacement, cell data von_mises and stress)");
+  Run run(o.common, "elasticity", ".vtu",
+          "VTU (a .vtu file: point data displacement, cell data von_mises and stress)");
   const Mesh& mesh = run.mesh();
   const int dim = mesh.tdim(), gdim = mesh.gdim();
   if (dim < 2 || dim != gdim)
-    throw Error(fmt::format("elasticity: mesh '{}' has {}D cells in {}D space; 2D (plane strain or stress) or 3D "
-                            "cells in their own space are needed",
-                            mesh.source(), dim, gdim));
+    throw Error(
+        fmt::format("elasticity: mesh '{}' has {}D cells in {}D space; 2D (plane strain or stress) or 3D "
+                    "cells in their own space are needed",
+                    mesh.source(), dim, gdim));
   if (dim == 3 && !o.plane.empty())
-    throw Error(fmt::format("--plane {}: mesh '{}' is 3D; plane strain and plane stress are 2D models", o.plane,
-                            mesh.source()));
+    throw Error(fmt::format("--plane {}: mesh '{}' is 3D; plane strain and plane stress are 2D models",
+                            o.plane, mesh.source()));
   const bool plane_stress = o.plane == "stress";
 
   // Every option is checked before the work starts. E > 0 and -1 < ν < 1/2 at every point where
@@ -62,7 +64,8 @@ void run_elasticity(const ElasticityOptions& o) {
       tractions.push_back({facet_tags_of(mesh, "--traction", tag),
                            vector_function(vector_expression("--traction " + tag, expr, dim, gdim))});
     }
-    if (!o.body_force.empty()) body_force = vector_function(vector_expression("--body-force", o.body_force, dim, gdim));
+    if (!o.body_force.empty())
+      body_force = vector_function(vector_expression("--body-force", o.body_force, dim, gdim));
     if (!o.exact.empty()) exact = vector_function(vector_expression("--exact", o.exact, dim, gdim));
   });
   run.make_space(dim, /*spd=*/true);
@@ -133,7 +136,8 @@ void run_elasticity(const ElasticityOptions& o) {
   std::FILE* out = run.out();
   run.print_header(dim == 2 ? (plane_stress ? ", plane stress" : ", plane strain") : "");
   fmt::print(out, "displacement max |u| {:.6g}", magnitude_range.second);
-  for (int k = 0; k < dim; ++k) fmt::print(out, ", u{} in [{:.6g}, {:.6g}]", "xyz"[k], ranges[k].first, ranges[k].second);
+  for (int k = 0; k < dim; ++k)
+    fmt::print(out, ", u{} in [{:.6g}, {:.6g}]", "xyz"[k], ranges[k].first, ranges[k].second);
   fmt::print(out, "\nvon Mises   min {:.6g}, max {:.6g}\n", mises_range.first, mises_range.second);
   if (exact) print_errors(out, err);
   if (!o.common.output.empty()) fmt::print(out, "output      {}\n", o.common.output);
@@ -143,32 +147,38 @@ void run_elasticity(const ElasticityOptions& o) {
 }  // namespace
 
 void add_elasticity(CLI::App& app) {
-  auto* cmd = app.add_subcommand("elasticity",
-                                 "linear elasticity (plane strain or stress in 2D): displacement, von Mises stress");
+  auto* cmd = app.add_subcommand(
+      "elasticity", "linear elasticity (plane strain or stress in 2D): displacement, von Mises stress");
   auto o = std::make_shared<ElasticityOptions>();
   add_common_options(*cmd, o->common);
   add_compatibility_option(*cmd, o->common);
-  cmd->add_option("--E", o->young,
-                  "Young's modulus per cell tag: TAG=VALUE (TAG: physical name, number or 'all'; 'all' may be an "
-                  "expression in x, y, z); default 1")
+  cmd->add_option(
+         "--E", o->young,
+         "Young's modulus per cell tag: TAG=VALUE (TAG: physical name, number or 'all'; 'all' may be an "
+         "expression in x, y, z); default 1")
       ->allow_extra_args(false);
-  cmd->add_option("--nu", o->poisson, "Poisson's ratio per cell tag: TAG=VALUE; default 0.3")->allow_extra_args(false);
-  cmd->add_option("--plane", o->plane,
-                  "2D model: 'strain' (εzz = 0, the default) or 'stress' (σzz = 0: thin plates, Cook's membrane, "
-                  "NAFEMS LE1); an error on 3D meshes")
+  cmd->add_option("--nu", o->poisson, "Poisson's ratio per cell tag: TAG=VALUE; default 0.3")
+      ->allow_extra_args(false);
+  cmd->add_option(
+         "--plane", o->plane,
+         "2D model: 'strain' (εzz = 0, the default) or 'stress' (σzz = 0: thin plates, Cook's membrane, "
+         "NAFEMS LE1); an error on 3D meshes")
       ->check(CLI::IsMember({"strain", "stress"}));
-  cmd->add_option("--fixed", o->fixed, "clamp every displacement component on facets: TAG (name, number or 'all')")
+  cmd->add_option("--fixed", o->fixed,
+                  "clamp every displacement component on facets: TAG (name, number or 'all')")
       ->allow_extra_args(false);
   cmd->add_option("--dirichlet", o->dirichlet,
                   "prescribed displacement on facets: TAG=EXPR,EXPR[,EXPR], one per component ('free': not "
                   "prescribed); wins over --fixed")
       ->allow_extra_args(false);
-  cmd->add_option("--traction", o->traction, "σ·n = g on facets: TAG=EXPR,EXPR[,EXPR]")->allow_extra_args(false);
+  cmd->add_option("--traction", o->traction, "σ·n = g on facets: TAG=EXPR,EXPR[,EXPR]")
+      ->allow_extra_args(false);
   cmd->add_option("--body-force", o->body_force, "f as EXPR,EXPR[,EXPR] in x, y, z (default 0)");
   cmd->add_option("--exact", o->exact, "exact displacement EXPR,EXPR[,EXPR]: print its L2 and H1 errors");
-  cmd->add_option("--output", o->common.output,
-                  "write FILE.vtu: point data displacement (3 components); cell data von_mises and stress (xx, yy, "
-                  "zz, xy, yz, xz, cell averages)");
+  cmd->add_option(
+      "--output", o->common.output,
+      "write FILE.vtu: point data displacement (3 components); cell data von_mises and stress (xx, yy, "
+      "zz, xy, yz, xz, cell averages)");
   cmd->callback([o] { run_elasticity(*o); });
 }
 

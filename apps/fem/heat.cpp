@@ -33,9 +33,10 @@ std::filesystem::path pvd_path(const std::string& output) {
   std::error_code ec;
   if (ext != ".pvd") {
     if (!ext.empty() && !std::filesystem::is_directory(p, ec))
-      throw Error(fmt::format("--output '{}': heat writes a time series: give FILE.pvd, or a folder (FOLDER/heat.pvd "
-                              "with its frames)",
-                              output));
+      throw Error(
+          fmt::format("--output '{}': heat writes a time series: give FILE.pvd, or a folder (FOLDER/heat.pvd "
+                      "with its frames)",
+                      output));
     p /= "heat.pvd";
   }
   prepare_output("--output", p.string(), ".pvd", "a time series");
@@ -71,8 +72,10 @@ void run_heat(const HeatOptions& o) {
   Stopwatch w;
   const auto pattern = a.pattern();
   const auto n = static_cast<std::size_t>(V.num_dofs());
-  std::vector<double> mass = prefaulted_vector<double>(pattern->nnz()), values = prefaulted_vector<double>(pattern->nnz());
-  std::vector<double> fixed(n, 0.0), u;  // fixed: dt · (Neumann fluxes; the source too when it does not use t)
+  std::vector<double> mass = prefaulted_vector<double>(pattern->nnz()),
+                      values = prefaulted_vector<double>(pattern->nnz());
+  std::vector<double> fixed(n, 0.0),
+      u;  // fixed: dt · (Neumann fluxes; the source too when it does not use t)
   const bool source_uses_t = source && source->uses_time();
   run.local([&] {
     a.matrix_into(assembly::Mass{}, mass);
@@ -81,7 +84,8 @@ void run_heat(const HeatOptions& o) {
       assembly::check_facet_tags(mesh, nm.tags, run.layout());
       a.vector_into(nm, fixed);
     }
-    if (source && !source_uses_t) a.vector_into(assembly::Source{source->function(), source->batch_function()}, fixed);
+    if (source && !source_uses_t)
+      a.vector_into(assembly::Source{source->function(), source->batch_function()}, fixed);
     u = assembly::interpolate(V, initial->function());
   });
   for (std::size_t i = 0; i < values.size(); ++i) values[i] = mass[i] + o.dt * values[i];
@@ -130,8 +134,8 @@ void run_heat(const HeatOptions& o) {
     if (step % every == 0 || step == o.steps) write_frame(time);
     if (progress) {
       const int width = 40, done = step * width / o.steps;
-      fmt::print(stderr, "\r[{}{}] step {}/{}  t = {:.4g}", std::string(done, '#'), std::string(width - done, ' '),
-                 step, o.steps, time);
+      fmt::print(stderr, "\r[{}{}] step {}/{}  t = {:.4g}", std::string(done, '#'),
+                 std::string(width - done, ' '), step, o.steps, time);
       if (step == o.steps) fmt::print(stderr, "\n");
     }
   }
@@ -152,9 +156,10 @@ void run_heat(const HeatOptions& o) {
   std::FILE* out = run.out();
   run.print_header();
   fmt::print(out, "time        {} steps of {} to t = {}\n", o.steps, o.dt, o.steps * o.dt);
-  fmt::print(out, "factorize   {:.4f} s once; {} solves {:.4f} s in all ({:.2e} s each)\n", run.t.factorize, o.steps,
-             run.t.solve, run.t.solve / o.steps);
-  fmt::print(out, "solution    at t = {}: min {:.6g}, max {:.6g}\n", o.steps * o.dt, range.first, range.second);
+  fmt::print(out, "factorize   {:.4f} s once; {} solves {:.4f} s in all ({:.2e} s each)\n", run.t.factorize,
+             o.steps, run.t.solve, run.t.solve / o.steps);
+  fmt::print(out, "solution    at t = {}: min {:.6g}, max {:.6g}\n", o.steps * o.dt, range.first,
+             range.second);
   if (exact) print_errors(out, err);
   if (series) fmt::print(out, "output      {} ({} frames)\n", series->path().string(), series->frames());
   run.print_timings();
@@ -163,23 +168,29 @@ void run_heat(const HeatOptions& o) {
 }  // namespace
 
 void add_heat(CLI::App& app) {
-  auto* cmd = app.add_subcommand("heat", "backward Euler for u_t - div(k grad u) = f: one factorization, N solves");
+  auto* cmd =
+      app.add_subcommand("heat", "backward Euler for u_t - div(k grad u) = f: one factorization, N solves");
   auto o = std::make_shared<HeatOptions>();
   add_common_options(*cmd, o->common);
   cmd->add_option("--dt", o->dt, "time step")->required()->check(positive_number());
   cmd->add_option("--steps", o->steps, "number of time steps")->required()->check(at_least(1));
   cmd->add_option("--initial", o->initial, "u at t = 0 as an expression in x, y, z (default 0)");
-  cmd->add_option("--coefficient", o->coefficients, "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'); default 1")
+  cmd->add_option("--coefficient", o->coefficients,
+                  "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'); default 1")
       ->allow_extra_args(false);
   cmd->add_option("--source", o->source, "f as an expression in x, y, z and t (default 0)");
-  cmd->add_option("--dirichlet", o->dirichlet, "u = EXPR on facets, evaluated at t = 0: TAG=EXPR (TAG: name, number or 'all')")
+  cmd->add_option("--dirichlet", o->dirichlet,
+                  "u = EXPR on facets, evaluated at t = 0: TAG=EXPR (TAG: name, number or 'all')")
       ->allow_extra_args(false);
   cmd->add_option("--neumann", o->neumann, "k du/dn = EXPR on facets, evaluated at t = 0: TAG=EXPR")
       ->allow_extra_args(false);
-  cmd->add_option("--output", o->common.output,
-                  "write a time series: FILE.pvd, or a folder (FOLDER/heat.pvd), with FILE_NNNNNN.vtu frames");
-  cmd->add_option("--exact", o->exact, "exact solution in x, y, z and t: print its L2 and H1-seminorm errors at the final time");
-  cmd->add_option("--every", o->every, "write a frame every K steps (default: about 10 frames)")->check(at_least(1));
+  cmd->add_option(
+      "--output", o->common.output,
+      "write a time series: FILE.pvd, or a folder (FOLDER/heat.pvd), with FILE_NNNNNN.vtu frames");
+  cmd->add_option("--exact", o->exact,
+                  "exact solution in x, y, z and t: print its L2 and H1-seminorm errors at the final time");
+  cmd->add_option("--every", o->every, "write a frame every K steps (default: about 10 frames)")
+      ->check(at_least(1));
   cmd->callback([o] { run_heat(*o); });
 }
 

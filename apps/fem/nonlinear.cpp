@@ -45,7 +45,8 @@ void run_nonlinear(const NonlinearOptions& o) {
   run.local([&] {
     if (!o.source.empty()) source.emplace("--source", o.source, mesh.gdim());
     if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh.gdim());
-    dirichlet = dirichlet_conditions(mesh, o.dirichlet.empty() ? std::vector<std::string>{"all=0"} : o.dirichlet, keep);
+    dirichlet = dirichlet_conditions(
+        mesh, o.dirichlet.empty() ? std::vector<std::string>{"all=0"} : o.dirichlet, keep);
   });
   newton::Options nopts;
   run.make_space(1, /*spd=*/false, nopts.linear);  // J = K - λ e^u M is indefinite past the fold
@@ -60,14 +61,16 @@ void run_nonlinear(const NonlinearOptions& o) {
 
   auto problem_at = [&](double lambda) {
     const assembly::NonlinearForm form =
-        o.problem == "bratu" ? assembly::bratu(lambda)
-                             : assembly::nonlinear_poisson(source ? source->function() : assembly::Function(nullptr));
+        o.problem == "bratu"
+            ? assembly::bratu(lambda)
+            : assembly::nonlinear_poisson(source ? source->function() : assembly::Function(nullptr));
     return newton::assembled_problem(assembler, form, bc, "nonlinear", run.store(), run.solver());
   };
   nopts.atol = o.atol;
   nopts.rtol = o.rtol;
   nopts.max_iterations = o.max_iterations;
-  nopts.line_search = o.line_search == "backtracking" ? newton::LineSearch::backtracking : newton::LineSearch::none;
+  nopts.line_search =
+      o.line_search == "backtracking" ? newton::LineSearch::backtracking : newton::LineSearch::none;
   if (o.lag > 1) nopts.lagging = newton::Lagging::fixed(o.lag, o.anderson);
   if (run.prints()) nopts.monitor = newton::text_monitor(run.out());
 
@@ -78,9 +81,9 @@ void run_nonlinear(const NonlinearOptions& o) {
   newton::Result result;
   std::optional<newton::ContinuationResult> cont;
   if (o.continuation) {
-    cont = newton::continuation(problem_at, u,
-                                {.start = 0.0, .end = o.lambda, .step = o.lambda / 10, .min_step = std::abs(o.lambda) * 1e-4},
-                                nopts);
+    cont = newton::continuation(
+        problem_at, u,
+        {.start = 0.0, .end = o.lambda, .step = o.lambda / 10, .min_step = std::abs(o.lambda) * 1e-4}, nopts);
     if (!cont->results.empty()) result = cont->results.back();
   } else {
     result = newton::solve(problem_at(o.lambda), u, nopts);
@@ -100,8 +103,9 @@ void run_nonlinear(const NonlinearOptions& o) {
 
   const bool converged = cont ? cont->reached_end : result.converged;
   const std::string reason =
-      cont && !converged ? fmt::format("continuation stopped at lambda = {} (step below the minimum)", cont->last_parameter)
-                         : std::string(newton::to_string(result.reason));
+      cont && !converged
+          ? fmt::format("continuation stopped at lambda = {} (step below the minimum)", cont->last_parameter)
+          : std::string(newton::to_string(result.reason));
   assembly::Errors err;
   if (exact) err = run.errors(u, exact->vector_function());
   const auto range = run.layout().range(u);
@@ -146,20 +150,23 @@ void run_nonlinear(const NonlinearOptions& o) {
     run.print_header();
     fmt::print(out, "newton      {} after {} iterations, {} Jacobian refreshes, |F| = {:.3e}\n", reason,
                result.iterations, result.jacobian_refreshes, result.residual_norm);
-    fmt::print(out, "newton time {:.4f} s: residual {:.4f}, Jacobian {:.4f}, factorize {:.4f}, solve {:.4f}\n",
+    fmt::print(out,
+               "newton time {:.4f} s: residual {:.4f}, Jacobian {:.4f}, factorize {:.4f}, solve {:.4f}\n",
                newton_seconds, phases.residual, phases.jacobian, phases.factorization, phases.solve);
     if (cont)
-      fmt::print(out, "lambda      last converged {} of {} ({} steps, {} failures)\n", cont->last_parameter, o.lambda,
-                 cont->parameters.size(), cont->failures);
+      fmt::print(out, "lambda      last converged {} of {} ({} steps, {} failures)\n", cont->last_parameter,
+                 o.lambda, cont->parameters.size(), cont->failures);
     fmt::print(out, "solution    min {:.6g}, max {:.6g}\n", range.first, range.second);
     if (exact) print_errors(out, err);
     if (write_output) fmt::print(out, "output      {}\n", o.common.output);
-    if (!o.common.output.empty() && !converged) fmt::print(out, "output      none written: Newton did not converge\n");
+    if (!o.common.output.empty() && !converged)
+      fmt::print(out, "output      none written: Newton did not converge\n");
     run.print_timings();
   }
   if (!converged) {
     if (dist::processes().root())
-      fmt::print(stderr, "fem: nonlinear: not converged: {} after {} iterations\n", reason, result.iterations);
+      fmt::print(stderr, "fem: nonlinear: not converged: {} after {} iterations\n", reason,
+                 result.iterations);
     throw ExitCode{3};
   }
 }
@@ -175,16 +182,20 @@ void add_nonlinear(CLI::App& app) {
   cmd->add_option("--lambda", o->lambda, "λ of Bratu's problem (default 1)")->check(finite_number());
   cmd->add_flag("--continuation", o->continuation, "Bratu: continue in λ from 0 up to --lambda");
   cmd->add_option("--source", o->source, "quasilinear: f as an expression in x, y, z (default 0)");
-  cmd->add_option("--dirichlet", o->dirichlet, "u = EXPR on facets: TAG=EXPR (default all=0)")->allow_extra_args(false);
+  cmd->add_option("--dirichlet", o->dirichlet, "u = EXPR on facets: TAG=EXPR (default all=0)")
+      ->allow_extra_args(false);
   cmd->add_option("--exact", o->exact, "exact solution: print its L2 and H1 errors");
-  cmd->add_option("--lag", o->lag, "refresh the Jacobian every K iterations (1: full Newton)")->check(at_least(1));
-  cmd->add_option("--anderson", o->anderson,
-                  "Anderson-accelerate the steps that reuse a Jacobian, over the last M of them (0: chord steps)")
+  cmd->add_option("--lag", o->lag, "refresh the Jacobian every K iterations (1: full Newton)")
+      ->check(at_least(1));
+  cmd->add_option(
+         "--anderson", o->anderson,
+         "Anderson-accelerate the steps that reuse a Jacobian, over the last M of them (0: chord steps)")
       ->check(between(0, 16));
   cmd->add_option("--line-search", o->line_search, "none or backtracking (Armijo)")
       ->check(CLI::IsMember({"none", "backtracking"}));
   cmd->add_option("--max-iterations", o->max_iterations, "Newton iterations at most")->check(at_least(1));
-  cmd->add_option("--rtol", o->rtol, "residual tolerance relative to the initial residual")->check(non_negative_number());
+  cmd->add_option("--rtol", o->rtol, "residual tolerance relative to the initial residual")
+      ->check(non_negative_number());
   cmd->add_option("--atol", o->atol, "absolute residual tolerance")->check(non_negative_number());
   cmd->add_option("--output", o->common.output, "write the solution to FILE.vtu (point data u)");
   cmd->callback([o] { run_nonlinear(*o); });

@@ -89,17 +89,20 @@ void add_poisson(CLI::App& app) {
   auto o = std::make_shared<PoissonOptions>();
   add_common_options(*cmd, o->common);
   add_compatibility_option(*cmd, o->common);
-  cmd->add_option("--coefficient", o->coefficients,
-                  "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'; 'all' may be an expression "
-                  "in x, y, z); default 1")
+  cmd->add_option(
+         "--coefficient", o->coefficients,
+         "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'; 'all' may be an expression "
+         "in x, y, z); default 1")
       ->allow_extra_args(false);
   cmd->add_option("--source", o->source, "f as an expression in x, y, z (default 0)");
-  cmd->add_option("--dirichlet", o->dirichlet,
-                  "u = EXPR on facets: TAG=EXPR (TAG: physical name, number, or 'all' for the whole boundary)")
+  cmd->add_option(
+         "--dirichlet", o->dirichlet,
+         "u = EXPR on facets: TAG=EXPR (TAG: physical name, number, or 'all' for the whole boundary)")
       ->allow_extra_args(false);
   cmd->add_option("--neumann", o->neumann, "k du/dn = EXPR on facets: TAG=EXPR")->allow_extra_args(false);
   cmd->add_option("--exact", o->exact, "exact solution: print its L2 and H1 errors");
-  cmd->add_option("--output", o->common.output, "write the solution to FILE.vtu (point data u; cell data grad_u)");
+  cmd->add_option("--output", o->common.output,
+                  "write the solution to FILE.vtu (point data u; cell data grad_u)");
   cmd->callback([o] { run_poisson(*o); });
 }
 

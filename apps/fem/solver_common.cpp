@@ -42,7 +42,8 @@ int facet_tag(const Mesh& mesh, const std::string& option, const std::string& ta
 }
 
 assembly::FacetSet facets(const Mesh& mesh, const std::string& option, const std::string& tag) {
-  return tag == "all" ? assembly::FacetSet::all() : assembly::FacetSet::tagged({facet_tag(mesh, option, tag)});
+  return tag == "all" ? assembly::FacetSet::all()
+                      : assembly::FacetSet::tagged({facet_tag(mesh, option, tag)});
 }
 
 std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, const std::string& tag) {
@@ -54,7 +55,8 @@ std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, cons
     all.erase(*boundary);
     return {all.begin(), all.end()};
   }
-  if (all.empty()) throw Error(fmt::format("{} all: mesh '{}' has no tagged boundary facets", option, mesh.source()));
+  if (all.empty())
+    throw Error(fmt::format("{} all: mesh '{}' has no tagged boundary facets", option, mesh.source()));
   return {all.begin(), all.end()};
 }
 
@@ -65,16 +67,18 @@ std::vector<TaggedExpression> tagged_values(const Mesh& mesh, const std::string&
   for (const auto& v : values) {
     const auto eq = v.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
-      throw Error(fmt::format("{} '{}': expected TAG=VALUE (TAG: a physical name, a number or 'all')", option, v));
+      throw Error(
+          fmt::format("{} '{}': expected TAG=VALUE (TAG: a physical name, a number or 'all')", option, v));
     TaggedExpression te{v.substr(0, eq), trimmed(v.substr(eq + 1))};
-    const int key = te.tag == "all" ? std::numeric_limits<int>::min()
-                                    : resolve(mesh, option, te.tag, on_facets ? mesh.tdim() - 1 : mesh.tdim());
+    const int key = te.tag == "all"
+                        ? std::numeric_limits<int>::min()
+                        : resolve(mesh, option, te.tag, on_facets ? mesh.tdim() - 1 : mesh.tdim());
     if (const auto it = seen.find(key); it != seen.end()) {
       const TaggedExpression& first = out[it->second];
       if (first.expr != te.expr)
-        throw Error(fmt::format("{}: tag '{}'{} is given two values, '{}' and '{}' (one value per tag)", option,
-                                first.tag, te.tag == first.tag ? "" : fmt::format(" (also as '{}')", te.tag),
-                                first.expr, te.expr));
+        throw Error(fmt::format(
+            "{}: tag '{}'{} is given two values, '{}' and '{}' (one value per tag)", option, first.tag,
+            te.tag == first.tag ? "" : fmt::format(" (also as '{}')", te.tag), first.expr, te.expr));
       continue;
     }
     seen.emplace(key, out.size());
@@ -83,7 +87,8 @@ std::vector<TaggedExpression> tagged_values(const Mesh& mesh, const std::string&
   return out;
 }
 
-std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh, const std::vector<std::string>& values,
+std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh,
+                                                      const std::vector<std::string>& values,
                                                       std::vector<Expression>& keep) {
   std::vector<assembly::Dirichlet> out;
   for (const auto& [tag, expr] : tagged_values(mesh, "--dirichlet", values)) {
@@ -103,8 +108,8 @@ std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::v
   return out;
 }
 
-assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values, const std::string& option,
-                                  double otherwise, const Admissible& admissible) {
+assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values,
+                                  const std::string& option, double otherwise, const Admissible& admissible) {
   std::optional<Expression> everywhere;
   std::map<int, double> per_tag;
   for (const auto& [tag, expr] : tagged_values(mesh, option, values, /*facets=*/false)) {
@@ -114,8 +119,9 @@ assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::strin
       continue;
     }
     if (!e.is_constant())
-      throw Error(fmt::format("{} {}='{}': a value per tag must be a constant (only 'all' may depend on x, y, z)",
-                              option, tag, expr));
+      throw Error(
+          fmt::format("{} {}='{}': a value per tag must be a constant (only 'all' may depend on x, y, z)",
+                      option, tag, expr));
     per_tag[resolve(mesh, option, tag, mesh.tdim())] = e(nullptr);
   }
   if (per_tag.empty()) {
@@ -124,7 +130,8 @@ assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::strin
     return assembly::Coefficient::function(everywhere->function());
   }
   if (everywhere && !everywhere->is_constant())
-    throw Error(fmt::format("{} all=EXPR depending on x, y, z cannot be combined with values per tag", option));
+    throw Error(
+        fmt::format("{} all=EXPR depending on x, y, z cannot be combined with values per tag", option));
   return assembly::Coefficient::per_tag(std::move(per_tag), everywhere ? (*everywhere)(nullptr) : otherwise);
 }
 
@@ -143,7 +150,9 @@ std::vector<std::optional<Expression>> vector_expression(const std::string& opti
   if (static_cast<int>(parts.size()) != components)
     throw Error(fmt::format("{} '{}': {} component{}, expected {} (one per dimension: EXPR{})", option, text,
                             parts.size(), parts.size() == 1 ? "" : "s", components,
-                            components == 3 ? ",EXPR,EXPR" : components == 2 ? ",EXPR" : ""));
+                            components == 3   ? ",EXPR,EXPR"
+                            : components == 2 ? ",EXPR"
+                                              : ""));
   std::vector<std::optional<Expression>> out;
   for (std::size_t k = 0; k < parts.size(); ++k) {
     const std::string part = trimmed(parts[k]);
@@ -224,32 +233,38 @@ CLI::Validator between(double lo, double hi) {
 void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
   cmd.add_option("mesh", o.mesh, "mesh file, or gen:square-tri3:N, gen:cube-tet4:N, ...")->required();
   if (with_order)
-    cmd.add_option("--order", o.order, "polynomial degree of the Lagrange space")->check(CLI::IsMember({1, 2}));
-  cmd.add_option("--solver", o.solver,
-                 "serial direct solver (auto, cholmod, umfpack, klu, ldlt, lu), or a distributed one (MPI + PETSc, "
-                 "also on one process): mumps (direct, the default under mpirun), gamg or hypre (CG/GMRES with "
-                 "algebraic multigrid; PETSc options through PETSC_OPTIONS with the prefix fem_)")
+    cmd.add_option("--order", o.order, "polynomial degree of the Lagrange space")
+        ->check(CLI::IsMember({1, 2}));
+  cmd.add_option(
+         "--solver", o.solver,
+         "serial direct solver (auto, cholmod, umfpack, klu, ldlt, lu), or a distributed one (MPI + PETSc, "
+         "also on one process): mumps (direct, the default under mpirun), gamg or hypre (CG/GMRES with "
+         "algebraic multigrid; PETSc options through PETSC_OPTIONS with the prefix fem_)")
       ->check(CLI::IsMember({"auto", "cholmod", "umfpack", "klu", "ldlt", "lu", "mumps", "gamg", "hypre"}));
-  cmd.add_option("--ksp-rtol", o.ksp_rtol, "relative residual ‖b − Ax‖/‖b‖ of the iterative solvers (--solver gamg|hypre)")
+  cmd.add_option("--ksp-rtol", o.ksp_rtol,
+                 "relative residual ‖b − Ax‖/‖b‖ of the iterative solvers (--solver gamg|hypre)")
       ->check(positive_number());
   cmd.add_option("--ordering", o.ordering, "fill-reducing ordering")
       ->check(CLI::IsMember({"auto", "amd", "colamd", "metis", "natural"}));
-  cmd.add_option("--device", o.device,
-                 "where the connectivity and the matrices are built: cpu (default), cuda (a CUDA build and GPU), "
-                 "or debug-device (the device code path on the CPU)")
+  cmd.add_option(
+         "--device", o.device,
+         "where the connectivity and the matrices are built: cpu (default), cuda (a CUDA build and GPU), "
+         "or debug-device (the device code path on the CPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "debug-device"}))
       ->each(check_device);  // fails at parse time, before any work, in every subcommand
   cmd.add_option("--threads", o.threads, "assembly threads (OpenMP; 0: its default)")->check(at_least(0));
-  cmd.add_option("--json", o.json,
-                 "write the results as JSON to FILE ('-': standard output; the text then goes to standard error)");
+  cmd.add_option(
+      "--json", o.json,
+      "write the results as JSON to FILE ('-': standard output; the text then goes to standard error)");
   cmd.add_flag("--quiet,-q", o.quiet, "print nothing but errors (and the JSON)");
 }
 
 void add_compatibility_option(CLI::App& cmd, CommonOptions& o) {
-  cmd.add_option("--compatibility-tolerance", o.compatibility_tolerance,
-                 "without constraints that stop every rigid motion (no Dirichlet condition): the largest relative "
-                 "defect of the data (e.g. |∫f + ∫g| / ∫|f| + ∫|g|) solved as compatible, with its part along the "
-                 "free motions removed (default 1e-6)")
+  cmd.add_option(
+         "--compatibility-tolerance", o.compatibility_tolerance,
+         "without constraints that stop every rigid motion (no Dirichlet condition): the largest relative "
+         "defect of the data (e.g. |∫f + ∫g| / ∫|f| + ∫|g|) solved as compatible, with its part along the "
+         "free motions removed (default 1e-6)")
       ->check(between(0, 1));
 }
 
@@ -265,11 +280,15 @@ bool asks_for_distributed_solver(int argc, char** argv) {
 
 // --- the run ------------------------------------------------------------------------------
 
-Run::Run(const CommonOptions& options, const char* command, const std::string& extension, const std::string& writes)
-    : o_(options), command_(command), store_(&fem::store()), layout_(&Layout::serial(), [](const Layout*) {}) {
+Run::Run(const CommonOptions& options, const char* command, const std::string& extension,
+         const std::string& writes)
+    : o_(options),
+      command_(command),
+      store_(&fem::store()),
+      layout_(&Layout::serial(), [](const Layout*) {}) {
   const Processes& p = dist::processes();
   if (!p.root()) o_.json.clear(), o_.quiet = true;  // rank 0 alone prints and writes the JSON
-  p.collective([&] {  // rank 0's checks: its failure is every rank's
+  p.collective([&] {                                // rank 0's checks: its failure is every rank's
     if (!extension.empty()) prepare_output("--output", o_.output, extension, writes);
     if (!o_.json.empty() && o_.json != "-") prepare_output_folder("--json", o_.json);
   });
@@ -280,7 +299,8 @@ Run::Run(const CommonOptions& options, const char* command, const std::string& e
     omp_set_num_threads(std::max(1, omp_get_num_procs() / p.size()));
   }
   Stopwatch w;
-  std::string stem = o_.mesh.rfind("gen:", 0) == 0 ? o_.mesh.substr(4) : std::filesystem::path(o_.mesh).stem().string();
+  std::string stem =
+      o_.mesh.rfind("gen:", 0) == 0 ? o_.mesh.substr(4) : std::filesystem::path(o_.mesh).stem().string();
   std::replace(stem.begin(), stem.end(), ':', '_');
   mesh_key_ = "mesh/" + stem;
   auto whole = p.collective([&]() -> std::shared_ptr<const Mesh> {
@@ -306,7 +326,8 @@ void Run::make_space(int components, bool spd, const solve::Options& base) {
   s.rtol = o_.ksp_rtol;
   s.prefix = "fem_";
   if (!solve::distributed(s.backend) && !layout_->distributed()) {
-    if (!solve::available(s.backend)) throw Error(fmt::format("--solver {}: not available in this build", o_.solver));
+    if (!solve::available(s.backend))
+      throw Error(fmt::format("--solver {}: not available in this build", o_.solver));
     if (!solve::available(s.ordering))
       throw Error(fmt::format("--ordering {}: not available in this build", o_.ordering));
   }
@@ -335,8 +356,8 @@ void Run::solve(std::span<const double> b, std::span<double> x) {
   Stopwatch w;
   const solve::SolveReport r = solver_->solve(b, x);
   if (r.status == solve::Status::incompatible)  // the remedies in this program's words
-    throw NumericalError(fmt::format("{}: {} (with --dirichlet or --fixed, or within --compatibility-tolerance)",
-                                     command_, r.reason));
+    throw NumericalError(fmt::format(
+        "{}: {} (with --dirichlet or --fixed, or within --compatibility-tolerance)", command_, r.reason));
   solve::require(r);
   t.solve += w.seconds();
 }
@@ -380,8 +401,9 @@ nlohmann::json Run::json() const {
   j["solve"] = {{"relative_residual", r.relative_residual},
                 {"backward_error", r.backward_error},
                 {"refinement_steps", r.refinement_steps}};
-  j["timings"] = {{"read_mesh", t.read_mesh}, {"connectivity", t.connectivity}, {"assemble", t.assemble},
-                  {"factorize", t.factorize}, {"solve", t.solve},               {"write", t.write}};
+  j["timings"] = {{"read_mesh", t.read_mesh}, {"connectivity", t.connectivity},
+                  {"assemble", t.assemble},   {"factorize", t.factorize},
+                  {"solve", t.solve},         {"write", t.write}};
   if (dist::running()) j["timings"]["distribute"] = t.distribute;
   for (const char* name : {"pattern_builds", "pattern_hits"})
     j["cache"][name] = store_->counter(fmt::format("assembly.{}", name));
@@ -391,7 +413,8 @@ nlohmann::json Run::json() const {
     for (const auto& [name, value] : store_->counters())
       if (name.rfind("dist.", 0) == 0) j["dist"][name.substr(5)] = value;
   if (null_space) {
-    j["solution"]["normalization"] = null_space->description() == "constant" ? "zero_mean" : "orthogonal_to_rigid_motions";
+    j["solution"]["normalization"] =
+        null_space->description() == "constant" ? "zero_mean" : "orthogonal_to_rigid_motions";
     j["solution"]["null_space"] = null_space->names();
     j["solution"]["compatibility_defect"] = std::max(0.0, r.compatibility_defect);
   } else {
@@ -407,16 +430,17 @@ void Run::write_json(const nlohmann::json& j) const {
 void Run::print_header(const std::string& extra) const {
   const auto whole = dist::whole_mesh(*store_, mesh_key_);
   std::FILE* f = out();
-  fmt::print(f, "mesh        {} ({} nodes, {} {} cells)\n", whole->source(), whole->num_nodes(), whole->num_cells(),
-             whole->cell_info().name);
+  fmt::print(f, "mesh        {} ({} nodes, {} {} cells)\n", whole->source(), whole->num_nodes(),
+             whole->num_cells(), whole->cell_info().name);
   fmt::print(f, "space       {} with {} dofs ({} constrained){}\n", V_->name(),
              layout_->global_size(static_cast<std::size_t>(V_->num_dofs())), constrained_dofs, extra);
   const solve::SolverReport& r = solver_->report();
   if (layout_->distributed())
-    fmt::print(f, "solver      {} ({}) on {} processes{}\n", solve::to_string(r.backend), r.method, r.processes,
-               r.backend == solve::Backend::mumps
-                   ? std::string()
-                   : fmt::format(", {} iterations (last solve), rtol {:g}", r.iterations, solver_->options().rtol));
+    fmt::print(
+        f, "solver      {} ({}) on {} processes{}\n", solve::to_string(r.backend), r.method, r.processes,
+        r.backend == solve::Backend::mumps
+            ? std::string()
+            : fmt::format(", {} iterations (last solve), rtol {:g}", r.iterations, solver_->options().rtol));
   else if (r.factorizations > 0 || !key_.empty())
     fmt::print(f, "solver      {} ({} ordering, {} factor nonzeros)\n", solve::to_string(r.backend),
                solve::to_string(r.ordering), r.factor_nonzeros);
@@ -426,16 +450,21 @@ void Run::print_header(const std::string& extra) const {
                null_space->description(), null_space->dimension() == 1 ? "it" : "them",
                std::max(0.0, r.compatibility_defect),
                null_space->description() == "constant" ? "normalized to zero mean"
-                                                        : "orthogonal to the free rigid motions (∫u·z = 0)");
+                                                       : "orthogonal to the free rigid motions (∫u·z = 0)");
 }
 
 void Run::print_timings() const {
   std::FILE* f = out();
   fmt::print(f, "\nphase          seconds\n");
-  for (const auto& [name, s] : {std::pair{"read_mesh", t.read_mesh}, {"distribute", t.distribute},
-                                {"connectivity", t.connectivity}, {"assemble", t.assemble},
-                                {"factorize", t.factorize}, {"solve", t.solve}, {"write", t.write}})
-    if (name != std::string_view("distribute") || dist::running()) fmt::print(f, "{:<14} {:>9.4f}\n", name, s);
+  for (const auto& [name, s] : {std::pair{"read_mesh", t.read_mesh},
+                                {"distribute", t.distribute},
+                                {"connectivity", t.connectivity},
+                                {"assemble", t.assemble},
+                                {"factorize", t.factorize},
+                                {"solve", t.solve},
+                                {"write", t.write}})
+    if (name != std::string_view("distribute") || dist::running())
+      fmt::print(f, "{:<14} {:>9.4f}\n", name, s);
   fmt::print(f, "cache         ");
   for (const char* name : {"assembly.pattern_builds", "assembly.pattern_hits", "solve.symbolic_analyses",
                            "solve.factorizations", "solve.solves", "solve.cache_hits"})
@@ -443,9 +472,13 @@ void Run::print_timings() const {
   fmt::print(f, "\n");
 }
 
-nlohmann::json range_json(std::pair<double, double> range) { return {{"min", range.first}, {"max", range.second}}; }
+nlohmann::json range_json(std::pair<double, double> range) {
+  return {{"min", range.first}, {"max", range.second}};
+}
 
-nlohmann::json error_json(const assembly::Errors& e) { return {{"l2", e.l2}, {"h1_seminorm", e.h1}, {"h1", e.h1}}; }
+nlohmann::json error_json(const assembly::Errors& e) {
+  return {{"l2", e.l2}, {"h1_seminorm", e.h1}, {"h1", e.h1}};
+}
 
 void print_errors(std::FILE* out, const assembly::Errors& e) {
   fmt::print(out, "error       L2 {:.6e}, H1 seminorm {:.6e}\n", e.l2, e.h1);
@@ -476,8 +509,8 @@ void prepare_output(const std::string& option, const std::string& path, const st
   // A distributed run writes a .vtu gathered on rank 0, or pieces and their .pvtu.
   const bool pieces = extension == ".vtu" && dist::running() && lowercase_extension(path) == ".pvtu";
   if (lowercase_extension(path) != extension && !pieces)
-    throw Error(fmt::format("{} '{}': this subcommand writes {}; give a file name ending in {}", option, path, writes,
-                            extension));
+    throw Error(fmt::format("{} '{}': this subcommand writes {}; give a file name ending in {}", option, path,
+                            writes, extension));
   prepare_output_folder(option, path);
 }
 

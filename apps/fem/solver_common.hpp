@@ -6,7 +6,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -48,7 +47,8 @@ std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, cons
 assembly::FacetSet facets(const Mesh& mesh, const std::string& option, const std::string& tag);
 
 /// Dirichlet conditions from `--dirichlet TAG=EXPR` values (the expressions kept in `keep`).
-std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh, const std::vector<std::string>& values,
+std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh,
+                                                      const std::vector<std::string>& values,
                                                       std::vector<Expression>& keep);
 /// Neumann fluxes from `--neumann TAG=EXPR` values.
 std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::vector<std::string>& values,
@@ -101,7 +101,9 @@ struct Timings {
 
 class Stopwatch {
  public:
-  double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
 
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
@@ -138,7 +140,8 @@ class Run {
   }
   /// Publishes the constrained system under `key` (assembly::system_matrix: its null space;
   /// timed with the assembly), then factorizes it (timed).
-  void publish_and_factorize(const std::string& key, std::vector<double> values, const assembly::DirichletValues& bc);
+  void publish_and_factorize(const std::string& key, std::vector<double> values,
+                             const assembly::DirichletValues& bc);
   /// x = A⁻¹b with the solver (b as assembled; x consistent), timed and added to the solve time.
   void solve(std::span<const double> b, std::span<double> x);
 
@@ -162,7 +165,7 @@ class Run {
   void print_timings() const;
 
   Timings t;
-  std::int64_t constrained_dofs = 0;  ///< of the whole problem, counted by publish_and_factorize
+  std::int64_t constrained_dofs = 0;            ///< of the whole problem, counted by publish_and_factorize
   std::shared_ptr<const NullSpace> null_space;  ///< of the published system
 
  private:

@@ -25,7 +25,8 @@ void add_store_demo(CLI::App& app) {
 
     fmt::print("{:<16} {:<18} {:>8} {:>10} {:>6}\n", "key", "type", "version", "bytes", "cache");
     for (const auto& e : s.list())
-      fmt::print("{:<16} {:<18} {:>8} {:>10} {:>6}\n", e.key, e.type, e.version, e.bytes, e.evictable ? "yes" : "no");
+      fmt::print("{:<16} {:<18} {:>8} {:>10} {:>6}\n", e.key, e.type, e.version, e.bytes,
+                 e.evictable ? "yes" : "no");
     const auto st = s.stats();
     fmt::print("\nsum = {} (computed {} times for 3+1 requests over 2 versions)\n", sum, st.computes);
     fmt::print("hits {}, misses {}, invalidations {}, entries {}, bytes {}\n", st.hits, st.misses,

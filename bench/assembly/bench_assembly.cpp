@@ -37,8 +37,9 @@ std::shared_ptr<const fem::Mesh> mesh(int which) {
   static std::shared_ptr<const fem::Mesh> cache[4];
   if (!cache[which]) {
     const Case& c = kCases[which];
-    cache[which] = std::make_shared<const fem::Mesh>(fem::cell_info(c.cell).dim == 2 ? fem::mesh::unit_square(c.cell, c.n)
-                                                                                     : fem::mesh::unit_cube(c.cell, c.n));
+    cache[which] = std::make_shared<const fem::Mesh>(fem::cell_info(c.cell).dim == 2
+                                                         ? fem::mesh::unit_square(c.cell, c.n)
+                                                         : fem::mesh::unit_cube(c.cell, c.n));
   }
   return cache[which];
 }
@@ -61,7 +62,8 @@ void counters(benchmark::State& state, const FunctionSpace& V, std::size_t nnz) 
   state.counters["dofs"] = V.num_dofs();
   state.counters["nnz"] = static_cast<double>(nnz);
   state.counters["DOF/s"] = benchmark::Counter(V.num_dofs(), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["nnz/s"] = benchmark::Counter(static_cast<double>(nnz), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["nnz/s"] =
+      benchmark::Counter(static_cast<double>(nnz), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Args: case, threads.
@@ -118,7 +120,8 @@ void BM_ValuesCopy(benchmark::State& state) {
     benchmark::DoNotOptimize(dst.data());
   }
   counters(state, a.space(), n);
-  state.counters["GB/s"] = benchmark::Counter(2.0 * n * sizeof(double), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(2.0 * n * sizeof(double), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 struct Constant {

@@ -10,9 +10,7 @@
 namespace fem::bench {
 
 /// Reset the kernel's resident-set high-water mark to the current resident set.
-inline void reset_peak_memory() {
-  std::ofstream("/proc/self/clear_refs") << "5";
-}
+inline void reset_peak_memory() { std::ofstream("/proc/self/clear_refs") << "5"; }
 
 /// The resident-set high-water mark in bytes.
 inline double peak_memory_bytes() {

@@ -33,7 +33,8 @@ void label(benchmark::State& state, const fem::Mesh& m, int bs, std::size_t nnz)
   state.counters["dofs"] = double(m.num_nodes()) * bs;
   state.counters["nnz"] = double(nnz);
   state.counters["nnz/s"] = benchmark::Counter(double(nnz), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["cells/s"] = benchmark::Counter(double(m.num_cells()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["cells/s"] =
+      benchmark::Counter(double(m.num_cells()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Args: case, threads.
@@ -44,7 +45,8 @@ void BM_BuildConnectivity(benchmark::State& state) {
   std::size_t nnz = 0;
   fem::bench::reset_peak_memory();
   for (auto _ : state) {
-    auto c = build_connectivity(Executor::host(), m.cells(), m.nodes_per_cell(), m.num_nodes(), block_size(which));
+    auto c =
+        build_connectivity(Executor::host(), m.cells(), m.nodes_per_cell(), m.num_nodes(), block_size(which));
     nnz = c.pattern->nnz();
     benchmark::DoNotOptimize(c.element_slots.data());
   }
@@ -103,7 +105,8 @@ void BM_SortUniqueConnectivity(benchmark::State& state) {
         const index_t r = m.cell(c)[i / bs] * bs + i % bs;
         for (int j = 0; j < n; ++j) {
           const index_t cc = m.cell(c)[j / bs] * bs + j % bs;
-          slots[s++] = static_cast<index_t>(std::lower_bound(col.begin() + off[r], col.begin() + off[r + 1], cc) - col.begin());
+          slots[s++] = static_cast<index_t>(
+              std::lower_bound(col.begin() + off[r], col.begin() + off[r + 1], cc) - col.begin());
         }
       }
     nnz = col.size();
@@ -116,14 +119,16 @@ void BM_NumberEdges(benchmark::State& state) {
   omp_set_num_threads(static_cast<int>(state.range(1)));
   const auto& m = mesh(static_cast<int>(state.range(0)));
   for (auto _ : state) benchmark::DoNotOptimize(number_edges(Executor::host(), m).num_edges);
-  state.counters["cells/s"] = benchmark::Counter(double(m.num_cells()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["cells/s"] =
+      benchmark::Counter(double(m.num_cells()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_BoundaryFacets(benchmark::State& state) {
   omp_set_num_threads(static_cast<int>(state.range(1)));
   const auto& m = mesh(static_cast<int>(state.range(0)));
   for (auto _ : state) benchmark::DoNotOptimize(find_boundary_facets(Executor::host(), m).size());
-  state.counters["cells/s"] = benchmark::Counter(double(m.num_cells()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["cells/s"] =
+      benchmark::Counter(double(m.num_cells()), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_DeviceBuildConnectivity(benchmark::State& state) {
@@ -136,13 +141,18 @@ void BM_DeviceBuildConnectivity(benchmark::State& state) {
   const auto& m = mesh(which);
   const auto exec = Executor::cuda();
   std::size_t nnz = 0;
-  for (auto _ : state) nnz = build_connectivity(exec, m.cells(), m.nodes_per_cell(), m.num_nodes(), block_size(which)).pattern->nnz();
+  for (auto _ : state)
+    nnz = build_connectivity(exec, m.cells(), m.nodes_per_cell(), m.num_nodes(), block_size(which))
+              .pattern->nnz();
   label(state, m, block_size(which), nnz);
 }
 
 }  // namespace
 
-BENCHMARK(BM_BuildConnectivity)->ArgsProduct({{0, 1, 2}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_BuildConnectivity)
+    ->ArgsProduct({{0, 1, 2}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_BuildConnectivityShuffled)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SortUniqueConnectivity)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_NumberEdges)->ArgsProduct({{0, 1}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime();

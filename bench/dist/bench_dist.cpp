@@ -111,7 +111,8 @@ void Connectivity(benchmark::State& state) {
     auto t1 = Clock::now();
     c.map = fem::dist::index_map(*c.V);
     auto t2 = Clock::now();
-    c.store.put("A", fem::CsrMatrix(c.assembler->pattern(), std::vector<double>(c.assembler->pattern()->nnz())));
+    c.store.put("A",
+                fem::CsrMatrix(c.assembler->pattern(), std::vector<double>(c.assembler->pattern()->nnz())));
     c.A = fem::dist::petsc_matrix(c.store, "A", c.map);
     auto t3 = Clock::now();
     plan = std::chrono::duration<double>(t1 - t0).count();
@@ -150,11 +151,14 @@ void Reassembly(benchmark::State& state) {
   });
   // Where the time goes: the local assembly (scatter, lifting, publishing) and the PETSc refill.
   state.counters["local_ms"] = 1e3 * fem::dist::max(comm, assemble) / static_cast<double>(state.iterations());
-  state.counters["local_min_ms"] = -1e3 * fem::dist::max(comm, -assemble) / static_cast<double>(state.iterations());
-  state.counters["petsc_fill_ms"] = 1e3 * fem::dist::max(comm, fill) / static_cast<double>(state.iterations());
+  state.counters["local_min_ms"] =
+      -1e3 * fem::dist::max(comm, -assemble) / static_cast<double>(state.iterations());
+  state.counters["petsc_fill_ms"] =
+      1e3 * fem::dist::max(comm, fill) / static_cast<double>(state.iterations());
   dofs_rate(state);
-  state.counters["nnz_per_s"] = benchmark::Counter(static_cast<double>(fem::dist::sum(comm, std::int64_t(c.nnz))),
-                                                   benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["nnz_per_s"] =
+      benchmark::Counter(static_cast<double>(fem::dist::sum(comm, std::int64_t(c.nnz))),
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // The load vector alone (the library's Source form: a function evaluated at quadrature points).

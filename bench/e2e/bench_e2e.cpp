@@ -21,8 +21,8 @@
 #include <memory>
 
 #include "common/peak_memory.hpp"
-#include "fem/expression/expression.hpp"
 #include "fem/assembly/assembly.hpp"
+#include "fem/expression/expression.hpp"
 #include "fem/mesh/generate.hpp"
 #include "fem/store.hpp"
 

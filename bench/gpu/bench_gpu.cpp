@@ -122,8 +122,7 @@ void BM_Reassembly(benchmark::State& state) {
     for (auto _ : state) a.matrix_into(Diffusion{}, values);
     nnz = values.size();
   } else {
-    const Assembler a(
-        V, *exec, state.range(2) ? Assembler::Scatter::atomic : Assembler::Scatter::coloured);
+    const Assembler a(V, *exec, state.range(2) ? Assembler::Scatter::atomic : Assembler::Scatter::coloured);
     auto values = a.values_buffer();
     a.matrix_into_device(Diffusion{}, values);
     for (auto _ : state) a.matrix_into_device(Diffusion{}, values);

@@ -213,7 +213,8 @@ void BM_Device(benchmark::State& state) {
 
 }  // namespace
 
-#define LOADS_AND_THREADS ->Args({25, 1})->Args({50, 1})->Args({75, 1})->Args({25, 2})->Args({50, 2})->Args({75, 2})
+#define LOADS_AND_THREADS \
+  ->Args({25, 1})->Args({50, 1})->Args({75, 1})->Args({25, 2})->Args({50, 2})->Args({75, 2})
 BENCHMARK(BM_Insert) LOADS_AND_THREADS->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_InsertUnique) LOADS_AND_THREADS->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Find) LOADS_AND_THREADS->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -104,7 +104,8 @@ void BM_Newton(benchmark::State& state) {
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     store.erase("bench/newton/J");  // the next repetition starts cold, like a new run
   }
-  static const char* names[] = {"full Newton", "lagged Newton (adaptive)", "naive (fresh analysis per iteration)"};
+  static const char* names[] = {"full Newton", "lagged Newton (adaptive)",
+                                "naive (fresh analysis per iteration)"};
   static const char* problems[] = {"Bratu 6", "quasilinear"};
   state.SetLabel(std::string(problems[which]) + ", " + names[variant]);
   state.counters["dofs"] = static_cast<double>(ndofs);
@@ -119,7 +120,8 @@ void BM_Newton(benchmark::State& state) {
     state.counters["solve_s"] = phases.solve;
     state.counters["other_s"] = phases.other;
   }
-  state.counters["DOF/s"] = benchmark::Counter(static_cast<double>(ndofs), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["DOF/s"] =
+      benchmark::Counter(static_cast<double>(ndofs), benchmark::Counter::kIsIterationInvariantRate);
   fem::bench::report_peak_memory(state);
 }
 

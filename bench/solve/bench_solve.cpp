@@ -3,11 +3,10 @@
 // (~81k DOFs); the cache against the raw backend and a fresh compute() per solve; block solves.
 // Heavy cases run one iteration each (2-core machine); rates are counters.
 //   ./build-solve/bench/solve/bench_solve --benchmark_min_time=0.1
-#include <fem/solve/solve.hpp>
-
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <fem/solve/solve.hpp>
 #include <limits>
 #include <map>
 #include <memory>
@@ -25,9 +24,7 @@ using namespace fem;
 using namespace fem::solve;
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Kronecker product of the (2D or 3D) 5/7-point Laplacian with a dof × dof SPD block
 // (identity for Poisson; I + 0.5·11ᵀ/3 for the elasticity-like vector operator).
@@ -74,7 +71,8 @@ const Problem problems[] = {{"poisson2d_1M", 1000, 2, 1},
 const CsrMatrix& matrix(int p) {
   static std::map<int, std::shared_ptr<const CsrMatrix>> cache;
   auto& slot = cache[p];
-  if (!slot) slot = std::make_shared<const CsrMatrix>(stencil(problems[p].m, problems[p].dim, problems[p].dof));
+  if (!slot)
+    slot = std::make_shared<const CsrMatrix>(stencil(problems[p].m, problems[p].dim, problems[p].dof));
   return *slot;
 }
 
@@ -156,7 +154,8 @@ void BM_SolveRaw(benchmark::State& state) {
     f->solve(b, x);
     benchmark::DoNotOptimize(x.data());
   }
-  state.counters["solves_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["solves_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 #ifdef FEM_BENCH_HAVE_CHOLMOD
@@ -197,7 +196,8 @@ void BM_SolveCholmodC(benchmark::State& state) {
   cholmod_free_dense(&e, &c);
   cholmod_free_factor(&L, &c);
   cholmod_finish(&c);
-  state.counters["solves_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["solves_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 #endif
 
@@ -215,7 +215,8 @@ void BM_SolveCached(benchmark::State& state, bool checked) {
     fem::solve::solve(s, "A", b, x, o);
     benchmark::DoNotOptimize(x.data());
   }
-  state.counters["solves_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["solves_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void BM_CacheHitOnly(benchmark::State& state) {
@@ -236,7 +237,8 @@ void BM_SolveUncached(benchmark::State& state) {
     f->solve(b, x);
     benchmark::DoNotOptimize(x.data());
   }
-  state.counters["solves_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["solves_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 // 100 solves: cached (one factorization) vs uncached (a compute() per solve), 3D Poisson 8k.
@@ -269,11 +271,16 @@ void BM_Block(benchmark::State& state, Backend backend) {
   const auto B = rhs(n * static_cast<std::size_t>(nrhs));
   std::vector<double> X(B.size());
   for (auto _ : state) f->solve(B, X, nrhs);
-  state.counters["rhs_per_s"] = benchmark::Counter(static_cast<double>(state.iterations()) * nrhs, benchmark::Counter::kIsRate);
+  state.counters["rhs_per_s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * nrhs, benchmark::Counter::kIsRate);
 }
 
 void register_all() {
-  struct Run { int problem; Backend backend; Ordering ordering; };
+  struct Run {
+    int problem;
+    Backend backend;
+    Ordering ordering;
+  };
   // The big problems with the fast backends; every backend on the 27k 3D problem (KLU and
   // Eigen's simplicial LDLT take minutes on the big ones on 2 cores).
   std::vector<Run> runs = {
@@ -290,23 +297,38 @@ void register_all() {
     const std::string name = std::string("Phases/") + problems[r.problem].name + "/" +
                              std::string(to_string(r.backend)) + "/" + std::string(to_string(r.ordering));
     benchmark::RegisterBenchmark(name.c_str(), BM_Phases, r.problem, r.backend, r.ordering)
-        ->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+        ->Iterations(1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
   }
   if (!available(Backend::cholmod)) return;
 #ifdef FEM_BENCH_HAVE_CHOLMOD
-  benchmark::RegisterBenchmark("Cache/poisson3d_27k/cholmod_c_api_solve", BM_SolveCholmodC)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("Cache/poisson3d_27k/cholmod_c_api_solve", BM_SolveCholmodC)
+      ->Unit(benchmark::kMicrosecond);
 #endif
-  benchmark::RegisterBenchmark("Cache/poisson3d_27k/factorization_object_solve", BM_SolveRaw)->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("Cache/poisson3d_27k/cached_solve", BM_SolveCached, true)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("Cache/poisson3d_27k/factorization_object_solve", BM_SolveRaw)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("Cache/poisson3d_27k/cached_solve", BM_SolveCached, true)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("Cache/poisson3d_27k/cached_solve_unchecked", BM_SolveCached, false)
       ->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("Cache/poisson3d_27k/hit_only", BM_CacheHitOnly)->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("Cache/poisson3d_27k/fresh_compute_per_solve", BM_SolveUncached)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("Cache/poisson3d_8k/100_solves_cached", BM_Hundred, true)->Iterations(1)->Unit(benchmark::kMillisecond);
-  benchmark::RegisterBenchmark("Cache/poisson3d_8k/100_solves_uncached", BM_Hundred, false)->Iterations(1)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("Cache/poisson3d_27k/hit_only", BM_CacheHitOnly)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("Cache/poisson3d_27k/fresh_compute_per_solve", BM_SolveUncached)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("Cache/poisson3d_8k/100_solves_cached", BM_Hundred, true)
+      ->Iterations(1)
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("Cache/poisson3d_8k/100_solves_uncached", BM_Hundred, false)
+      ->Iterations(1)
+      ->Unit(benchmark::kMillisecond);
   for (Backend b : {Backend::cholmod, Backend::umfpack, Backend::klu})
-    benchmark::RegisterBenchmark((std::string("Block/poisson3d_27k/") + std::string(to_string(b))).c_str(), BM_Block, b)
-        ->Arg(1)->Arg(16)->Arg(32)->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark((std::string("Block/poisson3d_27k/") + std::string(to_string(b))).c_str(),
+                                 BM_Block, b)
+        ->Arg(1)
+        ->Arg(16)
+        ->Arg(32)
+        ->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace

@@ -68,7 +68,8 @@ void BM_GetOrComputeHit(benchmark::State& state) {
   fem::Store s;
   const auto v = s.put("A", payload());
   auto make = [] { return fem::Array<double>(std::vector<double>(4, 2.0)); };
-  for (auto _ : state) benchmark::DoNotOptimize(s.get_or_compute<fem::Array<double>>("A#derived", {{"A", v}}, make));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(s.get_or_compute<fem::Array<double>>("A#derived", {{"A", v}}, make));
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_GetOrComputeHit);

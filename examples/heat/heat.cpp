@@ -10,12 +10,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <numbers>
-
 #include <fem/assembly/assembly.hpp>
 #include <fem/mesh/generate.hpp>
 #include <fem/solve/solve.hpp>
 #include <fem/store.hpp>
+#include <numbers>
 
 int main(int argc, char** argv) {
   using namespace fem::assembly;
@@ -52,7 +51,7 @@ int main(int argc, char** argv) {
   std::vector<double> b(u.size());
   for (int s = 0; s < steps; ++s) {
     mass.multiply(u, b);
-    set_dirichlet(bc, b);  // the constrained rows of A are the identity: b = 0 there
+    set_dirichlet(bc, b);                // the constrained rows of A are the identity: b = 0 there
     u = fem::solve::solve("heat/A", b);  // factorized on the first step, cached afterwards
   }
 
@@ -62,8 +61,8 @@ int main(int argc, char** argv) {
   });
   const auto factorizations = store.counter("solve.factorizations");
   const auto hits = store.counter("solve.cache_hits");
-  std::printf("heat: %d steps, %d DOFs, L2 error %.3e, factorizations %lld, cache hits %lld\n", steps, V.num_dofs(),
-              err.l2, static_cast<long long>(factorizations), static_cast<long long>(hits));
+  std::printf("heat: %d steps, %d DOFs, L2 error %.3e, factorizations %lld, cache hits %lld\n", steps,
+              V.num_dofs(), err.l2, static_cast<long long>(factorizations), static_cast<long long>(hits));
   // Backward Euler is first order in dt: the error is a few percent of the amplitude at most.
   const bool ok = err.l2 < 0.05 * decay && factorizations == 1 && hits == steps - 1;
   if (!ok) std::fprintf(stderr, "heat: check failed\n");

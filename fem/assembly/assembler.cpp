@@ -88,7 +88,8 @@ bool affine(const FunctionSpace& V) {
 template <class Form>
 void assemble_on_device(const detail::DeviceEngine& device, const Form& form, int degree, std::size_t nnz,
                         std::span<double> values) {
-  FEM_EXPECTS(values.size() == nnz, "matrix values: {} given, the pattern has {} nonzeros", values.size(), nnz);
+  FEM_EXPECTS(values.size() == nnz, "matrix values: {} given, the pattern has {} nonzeros", values.size(),
+              nnz);
   std::lock_guard lock(device.scratch_mutex());
   gpu::DeviceBuffer<double>& scratch = device.scratch();
   device.matrix_into_device(form, degree, scratch);
@@ -104,7 +105,8 @@ Assembler::Assembler(FunctionSpace V, const gpu::Executor& exec, Scatter scatter
 }
 
 const detail::DeviceEngine& Assembler::require_device(const char* what) const {
-  FEM_EXPECTS(device_ != nullptr, "{}: the assembler runs on the host executor (give it a device executor)", what);
+  FEM_EXPECTS(device_ != nullptr, "{}: the assembler runs on the host executor (give it a device executor)",
+              what);
   return *device_;
 }
 
@@ -113,13 +115,16 @@ gpu::DeviceBuffer<double> Assembler::values_buffer() const {
   return gpu::DeviceBuffer<double>(exec_, pattern()->nnz());
 }
 void Assembler::matrix_into_device(const Diffusion& form, gpu::DeviceBuffer<double>& values) const {
-  require_device("matrix_into_device").matrix_into_device(form, quadrature_degree(2 * (space_.degree() - 1)), values);
+  require_device("matrix_into_device")
+      .matrix_into_device(form, quadrature_degree(2 * (space_.degree() - 1)), values);
 }
 void Assembler::matrix_into_device(const Mass& form, gpu::DeviceBuffer<double>& values) const {
-  require_device("matrix_into_device").matrix_into_device(form, quadrature_degree(2 * space_.degree()), values);
+  require_device("matrix_into_device")
+      .matrix_into_device(form, quadrature_degree(2 * space_.degree()), values);
 }
 void Assembler::matrix_into_device(const Elasticity& form, gpu::DeviceBuffer<double>& values) const {
-  require_device("matrix_into_device").matrix_into_device(form, quadrature_degree(2 * (space_.degree() - 1)), values);
+  require_device("matrix_into_device")
+      .matrix_into_device(form, quadrature_degree(2 * (space_.degree() - 1)), values);
 }
 const DeviceMesh& Assembler::device_mesh() const { return require_device("device_mesh").mesh(); }
 const DevicePlan& Assembler::device_plan() const { return require_device("device_plan").plan(); }
@@ -130,7 +135,9 @@ int Assembler::quadrature_degree(int integrand_degree) const {
 
 void Assembler::matrix_into(const Diffusion& form, std::span<double> values) const {
   FEM_EXPECTS(space_.components() == 1, "diffusion needs a scalar space, not {}", space_.name());
-  if (device_) return assemble_on_device(*device_, form, quadrature_degree(2 * (space_.degree() - 1)), pattern()->nnz(), values);
+  if (device_)
+    return assemble_on_device(*device_, form, quadrature_degree(2 * (space_.degree() - 1)), pattern()->nnz(),
+                              values);
   form.k.check(space_.mesh().cell_tags(), "diffusion coefficient");
   const int degree = quadrature_degree(2 * (space_.degree() - 1) + (form.k.varies_in_cell() ? 2 : 0));
   with_coefficient(form.k, [&](auto k) {
@@ -149,17 +156,20 @@ std::vector<double> Assembler::cell_gradient(const Diffusion&, std::span<const d
 
 std::vector<double> Assembler::cell_gradient(const Mass&, std::span<const double> w) const {
   std::vector<double> out(static_cast<std::size_t>(space_.mesh().num_cells()));
-  contract_cells(space_, *plan_, kernels::Mass<Constant>{Constant{1.0}}, quadrature_degree(2 * space_.degree()), w,
-                 out);
+  contract_cells(space_, *plan_, kernels::Mass<Constant>{Constant{1.0}},
+                 quadrature_degree(2 * space_.degree()), w, out);
   return out;
 }
 
 void Assembler::matrix_into(const Mass& form, std::span<double> values) const {
-  if (device_) return assemble_on_device(*device_, form, quadrature_degree(2 * space_.degree()), pattern()->nnz(), values);
+  if (device_)
+    return assemble_on_device(*device_, form, quadrature_degree(2 * space_.degree()), pattern()->nnz(),
+                              values);
   form.rho.check(space_.mesh().cell_tags(), "mass density");
   const int degree = quadrature_degree(2 * space_.degree() + (form.rho.varies_in_cell() ? 2 : 0));
   with_coefficient(form.rho, [&](auto rho) {
-    assemble_matrix(space_, *plan_, kernels::Mass<decltype(rho)>{rho}, degree, values, {}, form.rho.varies_in_cell());
+    assemble_matrix(space_, *plan_, kernels::Mass<decltype(rho)>{rho}, degree, values, {},
+                    form.rho.varies_in_cell());
   });
 }
 
@@ -168,7 +178,8 @@ void Assembler::matrix_into(const Elasticity& form, std::span<double> values) co
               "elasticity needs one component per dimension: space {} on a {}D mesh", space_.name(),
               space_.mesh().tdim());
   if (device_)
-    return assemble_on_device(*device_, form, quadrature_degree(2 * (space_.degree() - 1)), pattern()->nnz(), values);
+    return assemble_on_device(*device_, form, quadrature_degree(2 * (space_.degree() - 1)), pattern()->nnz(),
+                              values);
   form.young.check(space_.mesh().cell_tags(), "Young's modulus");
   form.poisson.check(space_.mesh().cell_tags(), "Poisson's ratio");
   const bool varies = form.young.varies_in_cell() || form.poisson.varies_in_cell();
@@ -189,15 +200,16 @@ void Assembler::matrix_into(const Elasticity& form, std::span<double> values) co
 
 void Assembler::vector_into(const Source& form, std::span<double> b) const {
   FEM_EXPECTS(form.f != nullptr || form.batch != nullptr, "a source needs a function");
-  FEM_EXPECTS(space_.components() == 1, "a scalar source on the vector space {}; use VectorSource", space_.name());
+  FEM_EXPECTS(space_.components() == 1, "a scalar source on the vector space {}; use VectorSource",
+              space_.name());
   // A pointwise f goes through the same loop, one call per point: the two give the same vector
   // bit for bit (two differently inlined loops may contract different products into FMAs).
   const int gdim = space_.mesh().gdim();
   const BatchFunction pointwise = [&](std::size_t count, const double* x, double* values) {
     for (std::size_t i = 0; i < count; ++i) values[i] = form.f(x + i * gdim);
   };
-  assemble_source_batched(space_, *plan_, form.batch ? form.batch : pointwise, quadrature_degree(space_.degree() + 2),
-                          b);
+  assemble_source_batched(space_, *plan_, form.batch ? form.batch : pointwise,
+                          quadrature_degree(space_.degree() + 2), b);
 }
 
 void Assembler::vector_into(const VectorSource& form, std::span<double> b) const {
@@ -206,6 +218,8 @@ void Assembler::vector_into(const VectorSource& form, std::span<double> b) const
   assemble_vector(space_, *plan_, kernels::Source<decltype(f)>{f}, quadrature_degree(space_.degree() + 2), b);
 }
 
-void Assembler::vector_into(const Neumann& form, std::span<double> b) const { assemble_neumann(space_, form, b); }
+void Assembler::vector_into(const Neumann& form, std::span<double> b) const {
+  assemble_neumann(space_, form, b);
+}
 
 }  // namespace fem::assembly

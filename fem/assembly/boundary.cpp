@@ -29,11 +29,12 @@ void check_facet_tags(const Mesh& mesh, std::span<const int> tags, const Layout&
     std::string list;
     for (int t : present) {
       const auto name = mesh.name_of(mesh.tdim() - 1, t);
-      list += fmt::format("{}{}{}", list.empty() ? "" : ", ", t, name.empty() ? "" : fmt::format(" ({})", name));
+      list +=
+          fmt::format("{}{}{}", list.empty() ? "" : ", ", t, name.empty() ? "" : fmt::format(" '{}'", name));
     }
     const auto name = mesh.name_of(mesh.tdim() - 1, tag);
     throw InvalidArgument(fmt::format("mesh '{}' has no boundary facet with tag {}{}; its facet tags are: {}",
-                                      mesh.source(), tag, name.empty() ? "" : fmt::format(" ({})", name),
+                                      mesh.source(), tag, name.empty() ? "" : fmt::format(" '{}'", name),
                                       list.empty() ? "none" : list));
   }
 }
@@ -138,7 +139,8 @@ std::vector<index_t> facet_nodes(const FunctionSpace& V, std::span<const index_t
   // Edges of the facet (a line facet is its own edge).
   const int nedges = nodes_per_facet - nvf;
   std::vector<std::array<int, 2>> edges;
-  if (nedges == 1) edges = {{0, 1}};
+  if (nedges == 1)
+    edges = {{0, 1}};
   else if (nedges > 1) {
     const auto le = local_edges(nvf == 3 ? CellType::tri3 : CellType::quad4);
     edges.assign(le.begin(), le.end());
@@ -149,8 +151,8 @@ std::vector<index_t> facet_nodes(const FunctionSpace& V, std::span<const index_t
     const index_t* v = &facet_vertices[f * nvf];
     for (int k = 0; k < nvf; ++k) {
       const index_t node = d.vertex_node[v[k]];
-      FEM_EXPECTS(node >= 0, "mesh '{}': boundary facet {} has node {}, which is no cell vertex", V.mesh().source(),
-                  f, v[k]);
+      FEM_EXPECTS(node >= 0, "mesh '{}': boundary facet {} has node {}, which is no cell vertex",
+                  V.mesh().source(), f, v[k]);
       out[f * nodes_per_facet + k] = node;
     }
     for (const auto& e : edges) keys.push_back(gpu::pack_sorted_pair(v[e[0]], v[e[1]]));
@@ -161,7 +163,8 @@ std::vector<index_t> facet_nodes(const FunctionSpace& V, std::span<const index_t
     d.edges->find(keys, ids, found);
     for (std::size_t f = 0, k = 0; f < nf; ++f)
       for (int e = 0; e < nedges; ++e, ++k) {
-        FEM_EXPECTS(found[k], "mesh '{}': an edge of boundary facet {} is no edge of any cell", V.mesh().source(), f);
+        FEM_EXPECTS(found[k], "mesh '{}': an edge of boundary facet {} is no edge of any cell",
+                    V.mesh().source(), f);
         out[f * nodes_per_facet + nvf + e] = d.node_of_edge(static_cast<index_t>(ids[k]));
       }
   }
@@ -173,8 +176,8 @@ DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichl
   const DofMap& d = V.dofmap();
   std::vector<std::pair<index_t, double>> constrained;
   for (const Dirichlet& bc : conditions) {
-    FEM_EXPECTS(bc.component >= -1 && bc.component < bs, "Dirichlet component {} of a space with {} components",
-                bc.component, bs);
+    FEM_EXPECTS(bc.component >= -1 && bc.component < bs,
+                "Dirichlet component {} of a space with {} components", bc.component, bs);
     int nvf = 0, npf = 0;
     const auto vertices = select_facets(V.mesh(), bc.where, nvf);
     const auto nodes = facet_nodes(V, vertices, nvf, npf);
@@ -204,8 +207,8 @@ namespace {
 // Conditions made on another space (a P2 space's DOFs on a P1 matrix) would write out of range:
 // the DOFs are sorted, so the last one bounds them all.
 void check_dofs(const DirichletValues& bc, std::size_t size, const char* what) {
-  FEM_EXPECTS(bc.values.size() == bc.dofs.size(), "{}: {} values for {} constrained DOFs", what, bc.values.size(),
-              bc.dofs.size());
+  FEM_EXPECTS(bc.values.size() == bc.dofs.size(), "{}: {} values for {} constrained DOFs", what,
+              bc.values.size(), bc.dofs.size());
   FEM_EXPECTS(bc.dofs.empty() || (bc.dofs.front() >= 0 && static_cast<std::size_t>(bc.dofs.back()) < size),
               "{}: constrained DOF {} of a vector of {} (conditions of another space?)", what,
               bc.dofs.empty() ? 0 : bc.dofs.back(), size);
@@ -213,11 +216,12 @@ void check_dofs(const DirichletValues& bc, std::size_t size, const char* what) {
 
 }  // namespace
 
-void apply_dirichlet(const DirichletValues& bc, const CsrPattern& p, std::span<double> values, std::span<double> b) {
-  FEM_EXPECTS(values.size() == p.nnz(), "apply_dirichlet: {} values for a pattern of {} nonzeros", values.size(),
-              p.nnz());
-  FEM_EXPECTS(b.size() == static_cast<std::size_t>(p.rows()), "apply_dirichlet: right-hand side of {} for {} rows",
-              b.size(), p.rows());
+void apply_dirichlet(const DirichletValues& bc, const CsrPattern& p, std::span<double> values,
+                     std::span<double> b) {
+  FEM_EXPECTS(values.size() == p.nnz(), "apply_dirichlet: {} values for a pattern of {} nonzeros",
+              values.size(), p.nnz());
+  FEM_EXPECTS(b.size() == static_cast<std::size_t>(p.rows()),
+              "apply_dirichlet: right-hand side of {} for {} rows", b.size(), p.rows());
   check_dofs(bc, static_cast<std::size_t>(p.rows()), "apply_dirichlet");
   std::vector<double> g(p.rows(), 0.0);
   std::vector<char> fixed(p.rows(), 0);
@@ -265,8 +269,8 @@ void zero_dirichlet(const DirichletValues& bc, std::span<double> r) {
 
 void assemble_neumann(const FunctionSpace& V, const Neumann& n, std::span<double> b) {
   FEM_EXPECTS(n.g != nullptr, "a Neumann condition needs a flux function");
-  FEM_EXPECTS(b.size() == static_cast<std::size_t>(V.num_dofs()), "Neumann: vector of {}, space of {} DOFs", b.size(),
-              V.num_dofs());
+  FEM_EXPECTS(b.size() == static_cast<std::size_t>(V.num_dofs()), "Neumann: vector of {}, space of {} DOFs",
+              b.size(), V.num_dofs());
   const Mesh& mesh = V.mesh();
   const int gdim = mesh.gdim(), bs = V.components(), fdim = mesh.tdim() - 1;
   const SelectedFacets facets = select_facet_geometry(mesh, FacetSet::tagged(n.tags));

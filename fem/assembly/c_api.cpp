@@ -57,12 +57,12 @@ assembly::Coefficient coefficient_of(const fem_coefficient* c, double otherwise,
       for (int32_t i = 0; i < c->ntags; ++i) {
         const double v = c->tag_values[i];
         const auto [it, inserted] = per_tag.emplace(c->tags[i], v);
-        FEM_EXPECTS(inserted || it->second == v, "{}: tag {} is given two values, {} and {}", what, c->tags[i],
-                    it->second, v);
+        FEM_EXPECTS(inserted || it->second == v, "{}: tag {} is given two values, {} and {}", what,
+                    c->tags[i], it->second, v);
       }
       // NaN: no fallback, every cell tag must have a value (checked when assembling).
-      return assembly::Coefficient::per_tag(std::move(per_tag),
-                                            std::isnan(c->value) ? std::nullopt : std::optional(c->value), what);
+      return assembly::Coefficient::per_tag(
+          std::move(per_tag), std::isnan(c->value) ? std::nullopt : std::optional(c->value), what);
     }
     case FEM_COEF_FUNCTION:
       FEM_EXPECTS(c->function.fn != nullptr, "{}: FEM_COEF_FUNCTION without a function (function.fn is NULL)",
@@ -88,8 +88,9 @@ int assemble_matrix(const fem_space* space, const char* matrix_key, uint64_t* ve
   std::vector<double> values = fem::prefaulted_vector<double>(assembler.pattern()->nnz());
   assembler.matrix_into(form, values);
   fem::capi::require_finite(values, fmt::format("{}: the matrix for '{}'", name, key));
-  const fem::Version v = fem::store().put(key, null_space ? assembly::system_matrix(assembler, std::move(values), {})
-                                                          : fem::CsrMatrix(assembler.pattern(), std::move(values)));
+  const fem::Version v =
+      fem::store().put(key, null_space ? assembly::system_matrix(assembler, std::move(values), {})
+                                       : fem::CsrMatrix(assembler.pattern(), std::move(values)));
   if (version) *version = v;
   return FEM_OK;
 }
@@ -209,8 +210,9 @@ int fem_apply_dirichlet(const fem_space* space, const int32_t* tags, int32_t nta
       store.put(mkey, fem::CsrMatrix(A->pattern_ptr(), std::move(values)));
     } else {
       const assembly::Assembler assembler(V);
-      FEM_EXPECTS(assembler.pattern() == A->pattern_ptr() || assembler.pattern()->same_structure(A->pattern()),
-                  "{}: the matrix under '{}' is not on the pattern of the space {}", name, mkey, V.name());
+      FEM_EXPECTS(
+          assembler.pattern() == A->pattern_ptr() || assembler.pattern()->same_structure(A->pattern()),
+          "{}: the matrix under '{}' is not on the pattern of the space {}", name, mkey, V.name());
       store.put(mkey, assembly::system_matrix(assembler, std::move(values), bc));
     }
     store.put(vkey, fem::Array<double>(std::move(rhs)));

@@ -193,8 +193,8 @@ std::shared_ptr<const DevicePlan> device_plan(const FunctionSpace& V, const Asse
 
 namespace detail {
 
-DeviceEngine::DeviceEngine(const FunctionSpace& V, std::shared_ptr<const AssemblyPlan> plan, gpu::Executor exec,
-                           Assembler::Scatter scatter)
+DeviceEngine::DeviceEngine(const FunctionSpace& V, std::shared_ptr<const AssemblyPlan> plan,
+                           gpu::Executor exec, Assembler::Scatter scatter)
     : space_(V), host_plan_(std::move(plan)), exec_(std::move(exec)), scatter_(scatter) {}
 
 void DeviceEngine::upload_once() const {
@@ -277,7 +277,8 @@ struct DeviceEngine::Run {
 void DeviceEngine::run(const Run& r, gpu::DeviceBuffer<double>& values) const {
   upload_once();
   const std::size_t nnz = host_plan_->pattern().nnz();
-  FEM_EXPECTS(values.size() == nnz, "device matrix values: {} given, the pattern has {} nonzeros", values.size(), nnz);
+  FEM_EXPECTS(values.size() == nnz, "device matrix values: {} given, the pattern has {} nonzeros",
+              values.size(), nnz);
   DeviceJob job;
   job.cell = space_.element();
   job.bs = space_.components();
@@ -324,7 +325,7 @@ void DeviceEngine::run(const Run& r, gpu::DeviceBuffer<double>& values) const {
       const Tabulation<E, E> tab(quadrature(space_.element(), r.quadrature_degree));
       std::vector<double> weight(tab.nq), grad(tab.nq * n * dim);
       cell_geometry<E, E, 0>(X, tab.nq, tab.w.data(), tab.dphi.data(), tab.dpsi.data(), weight.data(),
-                                     grad.data(), det);
+                             grad.data(), det);
     };
     switch (space_.element()) {
       case CellType::tri3:
@@ -344,26 +345,35 @@ void DeviceEngine::run(const Run& r, gpu::DeviceBuffer<double>& values) const {
   }
 }
 
-void DeviceEngine::matrix_into_device(const Diffusion& form, int degree, gpu::DeviceBuffer<double>& values) const {
+void DeviceEngine::matrix_into_device(const Diffusion& form, int degree,
+                                      gpu::DeviceBuffer<double>& values) const {
   upload_once();
-  run({DeviceForm::diffusion, degree, tag_coefficient(form.k, *mesh_, space_.mesh().cell_tags(), "diffusion coefficient"), {}},
+  run({DeviceForm::diffusion,
+       degree,
+       tag_coefficient(form.k, *mesh_, space_.mesh().cell_tags(), "diffusion coefficient"),
+       {}},
       values);
 }
 
 void DeviceEngine::matrix_into_device(const Mass& form, int degree, gpu::DeviceBuffer<double>& values) const {
   upload_once();
-  run({DeviceForm::mass, degree, tag_coefficient(form.rho, *mesh_, space_.mesh().cell_tags(), "mass density"), {}},
+  run({DeviceForm::mass,
+       degree,
+       tag_coefficient(form.rho, *mesh_, space_.mesh().cell_tags(), "mass density"),
+       {}},
       values);
 }
 
-void DeviceEngine::matrix_into_device(const Elasticity& form, int degree, gpu::DeviceBuffer<double>& values) const {
+void DeviceEngine::matrix_into_device(const Elasticity& form, int degree,
+                                      gpu::DeviceBuffer<double>& values) const {
   FEM_EXPECTS(space_.components() == space_.mesh().tdim(),
               "elasticity needs one component per dimension: space {} on a {}D mesh", space_.name(),
               space_.mesh().tdim());
   upload_once();
   const auto tags = space_.mesh().cell_tags();
   run({DeviceForm::elasticity, degree, tag_coefficient(form.young, *mesh_, tags, "Young's modulus"),
-       tag_coefficient(form.poisson, *mesh_, tags, "Poisson's ratio"), form.plane == Elasticity::Plane::stress},
+       tag_coefficient(form.poisson, *mesh_, tags, "Poisson's ratio"),
+       form.plane == Elasticity::Plane::stress},
       values);
 }
 

@@ -93,9 +93,11 @@ class DeviceEngine {
   DeviceEngine(const FunctionSpace& V, std::shared_ptr<const AssemblyPlan> plan, gpu::Executor exec,
                Assembler::Scatter scatter);
 
-  void matrix_into_device(const Diffusion& form, int quadrature_degree, gpu::DeviceBuffer<double>& values) const;
+  void matrix_into_device(const Diffusion& form, int quadrature_degree,
+                          gpu::DeviceBuffer<double>& values) const;
   void matrix_into_device(const Mass& form, int quadrature_degree, gpu::DeviceBuffer<double>& values) const;
-  void matrix_into_device(const Elasticity& form, int quadrature_degree, gpu::DeviceBuffer<double>& values) const;
+  void matrix_into_device(const Elasticity& form, int quadrature_degree,
+                          gpu::DeviceBuffer<double>& values) const;
   /// Copies device values into `values` through a page-locked staging buffer kept here (a copy
   /// into pageable memory is staged by the driver and costs more than the assembly).
   void download(const gpu::DeviceBuffer<double>& device, std::span<double> values) const;

@@ -27,9 +27,12 @@ Coefficient Coefficient::per_cell(std::vector<double> values, std::string_view w
   return c;
 }
 
-Coefficient Coefficient::per_tag(std::map<int, double> values, std::optional<double> otherwise, std::string_view what) {
-  for (const auto& [tag, v] : values) FEM_EXPECTS(std::isfinite(v), "{}: the value of tag {} is {}", what, tag, v);
-  FEM_EXPECTS(!otherwise || std::isfinite(*otherwise), "{}: the value of the other tags is {}", what, *otherwise);
+Coefficient Coefficient::per_tag(std::map<int, double> values, std::optional<double> otherwise,
+                                 std::string_view what) {
+  for (const auto& [tag, v] : values)
+    FEM_EXPECTS(std::isfinite(v), "{}: the value of tag {} is {}", what, tag, v);
+  FEM_EXPECTS(!otherwise || std::isfinite(*otherwise), "{}: the value of the other tags is {}", what,
+              *otherwise);
   Coefficient c(Kind::per_tag, otherwise.value_or(0.0));
   c.tags_ = std::make_shared<const std::vector<std::pair<int, double>>>(values.begin(), values.end());
   c.has_fallback_ = otherwise.has_value();
@@ -45,8 +48,8 @@ Coefficient Coefficient::function(Function f) {
 
 void Coefficient::check(std::span<const int> cell_tags, const char* what) const {
   if (kind_ == Kind::per_cell)
-    FEM_EXPECTS(cells_->size() == cell_tags.size(), "{}: {} per-cell values for {} cells", what, cells_->size(),
-                cell_tags.size());
+    FEM_EXPECTS(cells_->size() == cell_tags.size(), "{}: {} per-cell values for {} cells", what,
+                cells_->size(), cell_tags.size());
   if (kind_ == Kind::per_tag && !has_fallback_) {
     for (std::size_t c = 0; c < cell_tags.size(); ++c) {
       bool found = false;
@@ -54,8 +57,9 @@ void Coefficient::check(std::span<const int> cell_tags, const char* what) const 
       if (!found) {
         std::string given;
         for (const auto& [t, v] : *tags_) given += (given.empty() ? "" : ", ") + std::to_string(t);
-        throw InvalidArgument(fmt::format("{}: cell {} has tag {}, which has no value (values given for tags {})",
-                                          what, c, cell_tags[c], given.empty() ? "none" : given));
+        throw InvalidArgument(
+            fmt::format("{}: cell {} has tag {}, which has no value (values given for tags {})", what, c,
+                        cell_tags[c], given.empty() ? "none" : given));
       }
     }
   }
@@ -86,7 +90,8 @@ inline void exp_n(const double* x, double* y, int n) {
 }
 
 // The flux a = k·∇u of the quasilinear forms at one point (k = k(u), dk = k'(u)).
-inline void linear_flux(double k, double dk, const double* g, int dim, double* a, double* da_du, double* da_dg) {
+inline void linear_flux(double k, double dk, const double* g, int dim, double* a, double* da_du,
+                        double* da_dg) {
   for (int d = 0; d < dim; ++d) {
     a[d] = k * g[d];
     da_du[d] = dk * g[d];
@@ -107,7 +112,8 @@ inline void p_flux(double p, double eps2, const double* g, int dim, double* a, d
 }
 
 // A source -f(x) as the reaction (no dependence on u).
-inline void source_reaction(const Function& f, const double* x, int dim, double* s, double* ds_du, double* ds_dg) {
+inline void source_reaction(const Function& f, const double* x, int dim, double* s, double* ds_du,
+                            double* ds_dg) {
   *s = f ? -f(x) : 0.0;
   *ds_du = 0;
   for (int d = 0; d < dim; ++d) ds_dg[d] = 0;
@@ -140,8 +146,9 @@ NonlinearForm NonlinearForm::pointwise(Flux flux, Reaction reaction, bool uses_p
 
 NonlinearForm quasilinear(std::function<double(double)> k, std::function<double(double)> dk_du, Function f) {
   NonlinearForm form;
-  form.integrand = [k, dk_du, f](int points, int dim, const double* x, const double* u, const double* g, double* a,
-                             double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg) {
+  form.integrand = [k, dk_du, f](int points, int dim, const double* x, const double* u, const double* g,
+                                 double* a, double* da_du, double* da_dg, double* s, double* ds_du,
+                                 double* ds_dg) {
     if (!da_du) {  // values only
       for (int q = 0; q < points; ++q) {
         const int v = q * dim;
@@ -168,7 +175,7 @@ NonlinearForm nonlinear_poisson(Function f) {
 NonlinearForm bratu(double lambda) {
   NonlinearForm form;
   form.integrand = [lambda](int points, int dim, const double*, const double* u, const double* g, double* a,
-                        double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg) {
+                            double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg) {
     exp_n(u, s, points);
     for (int q = 0; q < points; ++q) s[q] *= -lambda;
     for (int q = 0; q < points * dim; ++q) a[q] = g[q];
@@ -187,8 +194,9 @@ NonlinearForm p_laplacian(double p, Function f, double epsilon) {
   FEM_EXPECTS(p > 1, "the p-Laplacian needs p > 1, not {}", p);
   NonlinearForm form;
   const double eps2 = epsilon * epsilon;
-  form.integrand = [p, eps2, f](int points, int dim, const double* x, const double*, const double* g, double* a,
-                            double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg) {
+  form.integrand = [p, eps2, f](int points, int dim, const double* x, const double*, const double* g,
+                                double* a, double* da_du, double* da_dg, double* s, double* ds_du,
+                                double* ds_dg) {
     double scratch[3 + 9];  // the derivatives, when only values are wanted
     for (int q = 0; q < points; ++q) {
       const int v = q * dim;

@@ -46,10 +46,14 @@ class Coefficient {
   bool varies_in_cell() const noexcept { return kind_ == Kind::function; }
   double operator()(index_t cell, int tag, const double* x) const {
     switch (kind_) {
-      case Kind::constant: return value_;
-      case Kind::per_cell: return (*cells_)[cell];
-      case Kind::per_tag: return tag_value(tag);
-      case Kind::function: return (*function_)(x);
+      case Kind::constant:
+        return value_;
+      case Kind::per_cell:
+        return (*cells_)[cell];
+      case Kind::per_tag:
+        return tag_value(tag);
+      case Kind::function:
+        return (*function_)(x);
     }
     return value_;
   }
@@ -122,9 +126,9 @@ struct NonlinearForm {
   /// !uses_points), u[q], grad_u[q·dim + d]; out: a and da_du [q·dim + d], da_dg [(q·dim + d)·dim
   /// + e] = ∂a_d/∂(∇u)_e, s and ds_du [q], ds_dg [q·dim + d]. For a residual alone da_du, da_dg,
   /// ds_du and ds_dg are nullptr: only a and s are wanted.
-  using Integrand = std::function<void(int points, int dim, const double* x, const double* u, const double* grad_u,
-                                       double* a, double* da_du, double* da_dg, double* s, double* ds_du,
-                                       double* ds_dg)>;
+  using Integrand =
+      std::function<void(int points, int dim, const double* x, const double* u, const double* grad_u,
+                         double* a, double* da_du, double* da_dg, double* s, double* ds_du, double* ds_dg)>;
   /// One point's flux a (and da_du, da_dg) or reaction s (and ds_du, ds_dg), for pointwise().
   using Flux = std::function<void(const double* x, double u, const double* grad_u, int dim, double* a,
                                   double* da_du, double* da_dg)>;

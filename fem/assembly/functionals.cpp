@@ -15,7 +15,8 @@ std::vector<double> interpolate(const FunctionSpace& V, const VectorFunction& f)
   const DofMap& d = V.dofmap();
   const int bs = V.components(), gdim = V.mesh().gdim();
   std::vector<double> u(V.num_dofs());
-  for (index_t i = 0; i < d.num_nodes; ++i) f(&d.coordinates[static_cast<std::size_t>(i) * gdim], &u[static_cast<std::size_t>(i) * bs]);
+  for (index_t i = 0; i < d.num_nodes; ++i)
+    f(&d.coordinates[static_cast<std::size_t>(i) * gdim], &u[static_cast<std::size_t>(i) * bs]);
   return u;
 }
 
@@ -27,13 +28,16 @@ std::vector<double> interpolate(const FunctionSpace& V, const Function& f) {
 
 double integrate(const Assembler& A, std::span<const double> u, int component) {
   const FunctionSpace& V = A.space();
-  FEM_EXPECTS(component >= 0 && component < V.components(), "component {} of a space with {} components", component,
-              V.components());
-  return integrate_cells(V, A.plan(), [&](const auto& cv) {
-    double s = 0;
-    for (int q = 0; q < cv.num_points; ++q) s += cv.weight[q] * cv.u_value(q, component);
-    return s;
-  }, A.quadrature_degree(V.degree()), u);
+  FEM_EXPECTS(component >= 0 && component < V.components(), "component {} of a space with {} components",
+              component, V.components());
+  return integrate_cells(
+      V, A.plan(),
+      [&](const auto& cv) {
+        double s = 0;
+        for (int q = 0; q < cv.num_points; ++q) s += cv.weight[q] * cv.u_value(q, component);
+        return s;
+      },
+      A.quadrature_degree(V.degree()), u);
 }
 
 Errors errors(const Assembler& A, std::span<const double> u, const VectorFunction& exact,
@@ -80,47 +84,51 @@ Errors errors(const Assembler& A, std::span<const double> u, const VectorFunctio
     }
     return s;
   };
-  return {std::sqrt(integrate_cells(V, A.plan(), l2, degree, u)), std::sqrt(integrate_cells(V, A.plan(), h1, degree, u))};
+  return {std::sqrt(integrate_cells(V, A.plan(), l2, degree, u)),
+          std::sqrt(integrate_cells(V, A.plan(), h1, degree, u))};
 }
 
 std::vector<double> cell_stress(const Assembler& A, std::span<const double> u, const Elasticity& form) {
   const FunctionSpace& V = A.space();
   const Mesh& mesh = V.mesh();
-  FEM_EXPECTS(V.components() == mesh.tdim(), "stresses need one component per dimension: space {} on a {}D mesh",
-              V.name(), mesh.tdim());
+  FEM_EXPECTS(V.components() == mesh.tdim(),
+              "stresses need one component per dimension: space {} on a {}D mesh", V.name(), mesh.tdim());
   form.young.check(mesh.cell_tags(), "Young's modulus");
   form.poisson.check(mesh.cell_tags(), "Poisson's ratio");
   std::vector<double> stress(static_cast<std::size_t>(mesh.num_cells()) * 6, 0.0);
   const bool varies = form.young.varies_in_cell() || form.poisson.varies_in_cell();
   const bool plane_stress = mesh.tdim() == 2 && form.plane == Elasticity::Plane::stress;
   // Each cell writes only its own six entries, so the threads of the cell loop never share one.
-  integrate_cells<Blocks::vector>(V, A.plan(), [&](const auto& cv) {
-    constexpr int dim = std::remove_cvref_t<decltype(cv)>::dim;
-    double sum[3][3] = {}, volume = 0;
-    for (int q = 0; q < cv.num_points; ++q) {
-      const double* x = cv.point(q);
-      const double E = form.young(cv.cell, cv.tag, x), nu = form.poisson(cv.cell, cv.tag, x);
-      const auto [lambda, mu] = kernels::lame(E, nu, plane_stress);
-      double g[dim][dim];  // g[k][d] = ∂u_k/∂x_d
-      for (int k = 0; k < dim; ++k) cv.u_grad(q, g[k], k);
-      double trace = 0;
-      for (int k = 0; k < dim; ++k) trace += g[k][k];
-      // In 2D the in-plane ε gives σzz = λ tr(ε) in plane strain (εzz = 0) and 0 in plane stress.
-      const double lambda_zz = plane_stress ? 0.0 : lambda;
-      for (int a = 0; a < 3; ++a)
-        for (int b = 0; b < 3; ++b) {
-          const double eps = a < dim && b < dim ? 0.5 * (g[a][b] + g[b][a]) : 0.0;
-          sum[a][b] +=
-              cv.weight[q] * ((a == b ? (a < dim ? lambda : lambda_zz) * trace : 0.0) + 2 * mu * eps);
+  integrate_cells<Blocks::vector>(
+      V, A.plan(),
+      [&](const auto& cv) {
+        constexpr int dim = std::remove_cvref_t<decltype(cv)>::dim;
+        double sum[3][3] = {}, volume = 0;
+        for (int q = 0; q < cv.num_points; ++q) {
+          const double* x = cv.point(q);
+          const double E = form.young(cv.cell, cv.tag, x), nu = form.poisson(cv.cell, cv.tag, x);
+          const auto [lambda, mu] = kernels::lame(E, nu, plane_stress);
+          double g[dim][dim];  // g[k][d] = ∂u_k/∂x_d
+          for (int k = 0; k < dim; ++k) cv.u_grad(q, g[k], k);
+          double trace = 0;
+          for (int k = 0; k < dim; ++k) trace += g[k][k];
+          // In 2D the in-plane ε gives σzz = λ tr(ε) in plane strain (εzz = 0) and 0 in plane stress.
+          const double lambda_zz = plane_stress ? 0.0 : lambda;
+          for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) {
+              const double eps = a < dim && b < dim ? 0.5 * (g[a][b] + g[b][a]) : 0.0;
+              sum[a][b] +=
+                  cv.weight[q] * ((a == b ? (a < dim ? lambda : lambda_zz) * trace : 0.0) + 2 * mu * eps);
+            }
+          volume += cv.weight[q];
         }
-      volume += cv.weight[q];
-    }
-    double* s = stress.data() + static_cast<std::size_t>(cv.cell) * 6;
-    const double r = 1.0 / volume;
-    s[0] = sum[0][0] * r, s[1] = sum[1][1] * r, s[2] = sum[2][2] * r;
-    s[3] = sum[0][1] * r, s[4] = sum[1][2] * r, s[5] = sum[0][2] * r;
-    return 0.0;
-  }, A.quadrature_degree(2 * (V.degree() - 1) + (varies ? 2 : 0)), u);
+        double* s = stress.data() + static_cast<std::size_t>(cv.cell) * 6;
+        const double r = 1.0 / volume;
+        s[0] = sum[0][0] * r, s[1] = sum[1][1] * r, s[2] = sum[2][2] * r;
+        s[3] = sum[0][1] * r, s[4] = sum[1][2] * r, s[5] = sum[0][2] * r;
+        return 0.0;
+      },
+      A.quadrature_degree(2 * (V.degree() - 1) + (varies ? 2 : 0)), u);
   return stress;
 }
 
@@ -130,7 +138,8 @@ std::vector<double> von_mises(std::span<const double> stress) {
   for (std::size_t c = 0; c < out.size(); ++c) {
     const double* s = stress.data() + c * 6;
     const double d01 = s[0] - s[1], d12 = s[1] - s[2], d20 = s[2] - s[0];
-    out[c] = std::sqrt(0.5 * (d01 * d01 + d12 * d12 + d20 * d20) + 3 * (s[3] * s[3] + s[4] * s[4] + s[5] * s[5]));
+    out[c] =
+        std::sqrt(0.5 * (d01 * d01 + d12 * d12 + d20 * d20) + 3 * (s[3] * s[3] + s[4] * s[4] + s[5] * s[5]));
   }
   return out;
 }
@@ -167,7 +176,8 @@ Modes modes_of(const FunctionSpace& V) {
     m.names = {"constant"};
     return m;
   }
-  FEM_EXPECTS(m.bs == m.gdim, "rigid-body modes of the space {}: {} components in {}D", V.name(), m.bs, m.gdim);
+  FEM_EXPECTS(m.bs == m.gdim, "rigid-body modes of the space {}: {} components in {}D", V.name(), m.bs,
+              m.gdim);
   const auto n = static_cast<std::size_t>(d.num_nodes);
   const int gdim = m.gdim;
   // Rotations about the centroid, which keeps them well conditioned against the translations.
@@ -211,8 +221,8 @@ std::shared_ptr<const NullSpace> null_space(const Assembler& assembler, const Cs
                                             const DirichletValues& constrained) {
   const FunctionSpace& V = assembler.space();
   FEM_EXPECTS(matrix.rows() == V.num_dofs() && matrix.cols() == V.num_dofs(),
-              "null_space: a {} x {} matrix on the space {} of {} DOFs", matrix.rows(), matrix.cols(), V.name(),
-              V.num_dofs());
+              "null_space: a {} x {} matrix on the space {} of {} DOFs", matrix.rows(), matrix.cols(),
+              V.name(), V.num_dofs());
   const DofMap& d = V.dofmap();
   const Modes m = modes_of(V);
   const Eigen::Index k = m.count;
@@ -229,7 +239,8 @@ std::shared_ptr<const NullSpace> null_space(const Assembler& assembler, const Cs
       const index_t dof = constrained.dofs[static_cast<std::size_t>(r)];
       const double* x = &d.coordinates[static_cast<std::size_t>(dof / m.bs) * m.gdim];
       for (Eigen::Index j = 0; j < k; ++j)
-        ZD(r, j) = m.value(static_cast<int>(j), x, dof % m.bs) / (m.is_rotation(static_cast<int>(j)) ? m.radius : 1.0);
+        ZD(r, j) = m.value(static_cast<int>(j), x, dof % m.bs) /
+                   (m.is_rotation(static_cast<int>(j)) ? m.radius : 1.0);
     }
     const Eigen::JacobiSVD<Eigen::MatrixXd> svd(ZD, Eigen::ComputeFullV);
     const auto& sigma = svd.singularValues();
@@ -237,7 +248,8 @@ std::shared_ptr<const NullSpace> null_space(const Assembler& assembler, const Cs
     for (Eigen::Index j = 0; j < k; ++j)
       if (j >= sigma.size() || sigma(j) <= 1e-10 * sigma(0)) columns.push_back(j);
     free.resize(k, static_cast<Eigen::Index>(columns.size()));
-    for (std::size_t c = 0; c < columns.size(); ++c) free.col(static_cast<Eigen::Index>(c)) = svd.matrixV().col(columns[c]);
+    for (std::size_t c = 0; c < columns.size(); ++c)
+      free.col(static_cast<Eigen::Index>(c)) = svd.matrixV().col(columns[c]);
     for (Eigen::Index j = 0; j < k; ++j)
       if (m.is_rotation(static_cast<int>(j))) free.row(j) /= m.radius;
   }

@@ -41,7 +41,8 @@ Errors errors(const Assembler& assembler, std::span<const double> u, const Vecto
 /// order xx, yy, zz, xy, yz, xz (VTK's symmetric tensor order). In 2D the yz, xz entries are 0;
 /// in plane strain (the default) εzz = 0, so σzz = λ tr(ε) = ν(σxx + σyy); in plane stress
 /// (`form.plane`) σzz = 0 and the in-plane stress uses λ* = Eν/(1 − ν²). 3D ignores `plane`.
-std::vector<double> cell_stress(const Assembler& assembler, std::span<const double> u, const Elasticity& form);
+std::vector<double> cell_stress(const Assembler& assembler, std::span<const double> u,
+                                const Elasticity& form);
 
 /// The von Mises stress of each 6-value stress of `stress` (as cell_stress gives them):
 /// sqrt(((σxx-σyy)² + (σyy-σzz)² + (σzz-σxx)²)/2 + 3(σxy² + σyz² + σxz²)).

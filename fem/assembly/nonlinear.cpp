@@ -45,7 +45,8 @@ struct Pointwise {
 
 Pointwise slice(const BlockPoints& p, std::size_t first_point, int dim) {
   const std::size_t v = first_point * dim;
-  return {&p.g[v], &p.a[v], &p.da_du[v], &p.da_dg[v * dim], &p.s[first_point], &p.ds_du[first_point], &p.ds_dg[v]};
+  return {&p.g[v],    &p.a[v], &p.da_du[v], &p.da_dg[v * dim], &p.s[first_point], &p.ds_du[first_point],
+          &p.ds_dg[v]};
 }
 
 // be[i] += Σ_q w (s φ_i + a·∇φ_i).
@@ -163,13 +164,14 @@ void assemble_batched(const Assembler& assembler, const NonlinearForm& form, std
   const bool vector = !F.empty(), matrix = !values.empty();
   FEM_EXPECTS(form.integrand != nullptr, "a nonlinear form needs an integrand");
   FEM_EXPECTS(V.components() == 1, "nonlinear forms need a scalar space, not {}", V.name());
-  FEM_EXPECTS(u.size() == static_cast<std::size_t>(V.num_dofs()), "coefficient has {} values, the space {} DOFs",
-              u.size(), V.num_dofs());
+  FEM_EXPECTS(u.size() == static_cast<std::size_t>(V.num_dofs()),
+              "coefficient has {} values, the space {} DOFs", u.size(), V.num_dofs());
   FEM_EXPECTS(!vector || F.size() == static_cast<std::size_t>(V.num_dofs()),
               "residual of {} entries, the space has {} DOFs", F.size(), V.num_dofs());
   if (matrix) {
-    FEM_EXPECTS(values.size() == plan.pattern().nnz(), "Jacobian values: {} given, the pattern has {} nonzeros",
-                values.size(), plan.pattern().nnz());
+    FEM_EXPECTS(values.size() == plan.pattern().nnz(),
+                "Jacobian values: {} given, the pattern has {} nonzeros", values.size(),
+                plan.pattern().nnz());
     detail::parallel_zero(values);
   }
   const index_t* cell_nodes = V.dofmap().cell_nodes.data();
@@ -198,16 +200,18 @@ void assemble_batched(const Assembler& assembler, const NonlinearForm& form, std
             double* g = &p.g[k * dim];
             for (int q = 0; q < nq; ++q) {
               p.u[k + q] = cv.u_value(q);
-              if (!cv.constant_gradients || q == 0) cv.u_grad(q, g + q * dim);
+              if (!cv.constant_gradients || q == 0)
+                cv.u_grad(q, g + q * dim);
               else
                 for (int d = 0; d < dim; ++d) g[q * dim + d] = g[d];
               if (form.uses_points)
                 for (int d = 0; d < dim; ++d) p.x[(k + q) * dim + d] = cv.point(q)[d];
             }
           }
-          form.integrand(static_cast<int>(points), dim, form.uses_points ? p.x.data() : nullptr, p.u.data(), p.g.data(),
-                     p.a.data(), matrix ? p.da_du.data() : nullptr, matrix ? p.da_dg.data() : nullptr, p.s.data(),
-                     matrix ? p.ds_du.data() : nullptr, matrix ? p.ds_dg.data() : nullptr);
+          form.integrand(static_cast<int>(points), dim, form.uses_points ? p.x.data() : nullptr, p.u.data(),
+                         p.g.data(), p.a.data(), matrix ? p.da_du.data() : nullptr,
+                         matrix ? p.da_dg.data() : nullptr, p.s.data(), matrix ? p.ds_du.data() : nullptr,
+                         matrix ? p.ds_dg.data() : nullptr);
           for (index_t c = first; c < last; ++c) {
             const auto& cv = geometry.reinit(c);
             const Pointwise pc = slice(p, static_cast<std::size_t>(c - first) * nq, dim);
@@ -232,17 +236,20 @@ void assemble_batched(const Assembler& assembler, const NonlinearForm& form, std
 
 }  // namespace
 
-void Assembler::residual_into(const NonlinearForm& form, std::span<const double> u, std::span<double> b) const {
+void Assembler::residual_into(const NonlinearForm& form, std::span<const double> u,
+                              std::span<double> b) const {
   assemble_batched(*this, form, u, b, {});
 }
 
-void Assembler::jacobian_into(const NonlinearForm& form, std::span<const double> u, std::span<double> values) const {
+void Assembler::jacobian_into(const NonlinearForm& form, std::span<const double> u,
+                              std::span<double> values) const {
   assemble_batched(*this, form, u, {}, values);
 }
 
-void Assembler::residual_and_jacobian_into(const NonlinearForm& form, std::span<const double> u, std::span<double> b,
-                                           std::span<double> values) const {
-  FEM_EXPECTS(!b.empty() && !values.empty(), "residual_and_jacobian_into: a residual and Jacobian values to fill");
+void Assembler::residual_and_jacobian_into(const NonlinearForm& form, std::span<const double> u,
+                                           std::span<double> b, std::span<double> values) const {
+  FEM_EXPECTS(!b.empty() && !values.empty(),
+              "residual_and_jacobian_into: a residual and Jacobian values to fill");
   assemble_batched(*this, form, u, b, values);
 }
 

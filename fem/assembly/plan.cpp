@@ -75,7 +75,8 @@ constexpr std::size_t kCellGrain = 4096;
 }  // namespace
 
 std::size_t AssemblyPlan::bytes() const noexcept {
-  return sizeof(*this) + connectivity.bytes() + (color_offsets.capacity() + color_blocks.capacity()) * sizeof(index_t);
+  return sizeof(*this) + connectivity.bytes() +
+         (color_offsets.capacity() + color_blocks.capacity()) * sizeof(index_t);
 }
 
 AssemblyPlan build_plan(const FunctionSpace& V, const gpu::Executor& exec) {

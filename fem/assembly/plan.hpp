@@ -13,9 +13,9 @@
 namespace fem::assembly {
 
 struct AssemblyPlan {
-  gpu::Connectivity connectivity;      ///< pattern + element_slots
+  gpu::Connectivity connectivity;  ///< pattern + element_slots
   index_t num_cells = 0;
-  int block_size = 0;                  ///< cells per block (a function of the cell count, never of the thread count)
+  int block_size = 0;  ///< cells per block (a function of the cell count, never of the thread count)
   /// Blocks of colour k are color_blocks[color_offsets[k] .. color_offsets[k + 1]); blocks of
   /// one colour share no DOF node. The last colour may be a "serial" one run by one thread.
   std::vector<index_t> color_offsets;
@@ -33,7 +33,8 @@ AssemblyPlan build_plan(const FunctionSpace& V, const gpu::Executor& exec = gpu:
 /// The plan of V: from the store when V's mesh is in one (key "<mesh key>#plan/<space name>",
 /// derived from the mesh's version), else built. Counts assembly.pattern_builds and
 /// assembly.pattern_hits in the store.
-std::shared_ptr<const AssemblyPlan> plan(const FunctionSpace& V, const gpu::Executor& exec = gpu::Executor::host());
+std::shared_ptr<const AssemblyPlan> plan(const FunctionSpace& V,
+                                         const gpu::Executor& exec = gpu::Executor::host());
 
 /// Run body(first_cell, end_cell) over every block: colours one after the other, the blocks of
 /// a colour in parallel (OpenMP), the cells of a block in order. The first exception thrown

@@ -11,8 +11,8 @@ struct Quadrature {
   CellType cell = CellType::point;  ///< the first-order reference cell (line2, tri3, quad4, tet4, hex8)
   int degree = 0;                   ///< polynomials up to this degree are integrated exactly
   int dim = 0;
-  std::vector<double> points;       ///< size() × dim reference coordinates
-  std::vector<double> weights;      ///< they sum to the reference cell's measure
+  std::vector<double> points;   ///< size() × dim reference coordinates
+  std::vector<double> weights;  ///< they sum to the reference cell's measure
   int size() const noexcept { return static_cast<int>(weights.size()); }
 };
 

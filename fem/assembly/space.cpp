@@ -14,7 +14,9 @@
 namespace fem::assembly {
 namespace {
 
-std::string where(const Mesh& m) { return m.source().empty() ? std::string("mesh") : "mesh '" + m.source() + "'"; }
+std::string where(const Mesh& m) {
+  return m.source().empty() ? std::string("mesh") : "mesh '" + m.source() + "'";
+}
 
 bool tensor_cell(CellType t) {
   return t == CellType::quad4 || t == CellType::quad9 || t == CellType::hex8 || t == CellType::hex27;
@@ -27,26 +29,34 @@ CellType lagrange_element(CellType type, int degree) {
   const bool p2 = degree == 2;
   switch (type) {
     case CellType::line2:
-    case CellType::line3: return p2 ? CellType::line3 : CellType::line2;
+    case CellType::line3:
+      return p2 ? CellType::line3 : CellType::line2;
     case CellType::tri3:
-    case CellType::tri6: return p2 ? CellType::tri6 : CellType::tri3;
+    case CellType::tri6:
+      return p2 ? CellType::tri6 : CellType::tri3;
     case CellType::quad4:
-    case CellType::quad9: return p2 ? CellType::quad9 : CellType::quad4;
+    case CellType::quad9:
+      return p2 ? CellType::quad9 : CellType::quad4;
     case CellType::tet4:
-    case CellType::tet10: return p2 ? CellType::tet10 : CellType::tet4;
+    case CellType::tet10:
+      return p2 ? CellType::tet10 : CellType::tet4;
     case CellType::hex8:
-      FEM_EXPECTS(!p2, "Q2 on hexahedra is not supported (it needs face DOFs); use Q1, or a tetrahedral mesh for P2");
+      FEM_EXPECTS(
+          !p2, "Q2 on hexahedra is not supported (it needs face DOFs); use Q1, or a tetrahedral mesh for P2");
       return CellType::hex8;
-    default: break;
+    default:
+      break;
   }
-  throw InvalidArgument(fmt::format("no Lagrange space of degree {} on {} cells", degree, cell_info(type).name));
+  throw InvalidArgument(
+      fmt::format("no Lagrange space of degree {} on {} cells", degree, cell_info(type).name));
 }
 
 DofMap build_dofmap(std::shared_ptr<const Mesh> mesh_ptr, int degree) {
   FEM_EXPECTS(mesh_ptr != nullptr, "build_dofmap needs a mesh");
   const Mesh& mesh = *mesh_ptr;
   const CellType e = lagrange_element(mesh.cell_type(), degree);
-  FEM_EXPECTS(mesh.cell_type() != CellType::hex27, "{}: hex27 geometry is not supported by the assembly", where(mesh));
+  FEM_EXPECTS(mesh.cell_type() != CellType::hex27, "{}: hex27 geometry is not supported by the assembly",
+              where(mesh));
   const auto& info = mesh.cell_info();
   const int nv = info.num_vertices, npc = cell_info(e).num_nodes;
   const index_t nc = mesh.num_cells();
@@ -77,7 +87,8 @@ DofMap build_dofmap(std::shared_ptr<const Mesh> mesh_ptr, int degree) {
   if (with_cell_nodes) d.num_nodes += nc;
 
   // The space's nodes are the mesh's nodes: view the mesh's cells and coordinates.
-  if (!with_edges && !with_cell_nodes && npc == mesh.nodes_per_cell() && d.num_vertex_nodes == mesh.num_nodes()) {
+  if (!with_edges && !with_cell_nodes && npc == mesh.nodes_per_cell() &&
+      d.num_vertex_nodes == mesh.num_nodes()) {
     d.cell_nodes = mesh.cells();
     d.coordinates = mesh.coords();
     d.mesh = std::move(mesh_ptr);
@@ -89,7 +100,8 @@ DofMap build_dofmap(std::shared_ptr<const Mesh> mesh_ptr, int degree) {
   for (index_t c = 0; c < nc; ++c) {
     index_t* out = &d.owned_cell_nodes[static_cast<std::size_t>(c) * npc];
     for (int v = 0; v < nv; ++v) out[v] = d.vertex_node[mesh.cell(c)[v]];
-    for (int k = 0; k < ne; ++k) out[nv + k] = d.num_vertex_nodes + edges.cell_edges[static_cast<std::size_t>(c) * ne + k];
+    for (int k = 0; k < ne; ++k)
+      out[nv + k] = d.num_vertex_nodes + edges.cell_edges[static_cast<std::size_t>(c) * ne + k];
     if (with_cell_nodes) out[npc - 1] = first_cell_node + c;
   }
 
@@ -102,7 +114,8 @@ DofMap build_dofmap(std::shared_ptr<const Mesh> mesh_ptr, int degree) {
   d.coordinates = d.owned_coordinates;
   for (index_t i = 0; i < mesh.num_nodes(); ++i)
     if (d.vertex_node[i] >= 0)
-      for (int k = 0; k < gdim; ++k) d.owned_coordinates[static_cast<std::size_t>(d.vertex_node[i]) * gdim + k] = mesh.node(i)[k];
+      for (int k = 0; k < gdim; ++k)
+        d.owned_coordinates[static_cast<std::size_t>(d.vertex_node[i]) * gdim + k] = mesh.node(i)[k];
   if (npc > nv) {
     const auto ref = reference_nodes(e);
     std::vector<double> psi(ng), dpsi(ng * 3);
@@ -114,7 +127,9 @@ DofMap build_dofmap(std::shared_ptr<const Mesh> mesh_ptr, int degree) {
     }
     for (index_t c = 0; c < nc; ++c)
       for (int k = nv; k < npc; ++k) {
-        double* x = &d.owned_coordinates[static_cast<std::size_t>(d.owned_cell_nodes[static_cast<std::size_t>(c) * npc + k]) * gdim];
+        double* x = &d.owned_coordinates[static_cast<std::size_t>(
+                                             d.owned_cell_nodes[static_cast<std::size_t>(c) * npc + k]) *
+                                         gdim];
         for (int d2 = 0; d2 < gdim; ++d2) {
           double s = 0;
           for (int g = 0; g < ng; ++g) s += psi_at[k][g] * mesh.node(mesh.cell(c)[g])[d2];
@@ -137,7 +152,8 @@ FunctionSpace::FunctionSpace(std::string mesh_key, int degree, int components, S
   mesh_ = mesh.value;
   mesh_version_ = mesh.version;
   lagrange_element(mesh_->cell_type(), degree);  // reject unsupported spaces before caching anything
-  const std::string key = fmt::format("{}#dofmap/{}{}", mesh_key_, tensor_cell(mesh_->cell_type()) ? 'Q' : 'P', degree);
+  const std::string key =
+      fmt::format("{}#dofmap/{}{}", mesh_key_, tensor_cell(mesh_->cell_type()) ? 'Q' : 'P', degree);
   dofmap_ = store.get_or_compute<DofMap>(key, {{mesh_key_, mesh_version_}}, [&] {
     store.count("assembly.dofmap_builds");
     return build_dofmap(mesh_, degree);

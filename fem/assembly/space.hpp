@@ -35,7 +35,7 @@ struct DofMap {
   index_t num_edges = 0;
   std::span<const index_t> cell_nodes;  ///< num_cells × nodes_per_cell, in the element's node order
   std::span<const double> coordinates;  ///< num_nodes × gdim: where each node sits
-  std::vector<index_t> vertex_node;    ///< mesh node -> space node, -1 for mesh nodes that are not vertices
+  std::vector<index_t> vertex_node;     ///< mesh node -> space node, -1 for mesh nodes that are not vertices
   /// Sorted vertex pair (fem::gpu::pack_sorted_pair of mesh nodes) -> edge id, for P2/Q2.
   std::shared_ptr<const gpu::HashTable64x32> edges;
 

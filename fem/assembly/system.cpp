@@ -50,7 +50,8 @@ CsrMatrix system_matrix(const Assembler& assembler, std::vector<double> values, 
   if (layout.distributed()) {
     if (layout.count_owned(bc.dofs) == 0)  // a global count: every process decides alike
       throw InvalidArgument(
-          "no Dirichlet condition: the distributed solvers need one (a problem whose constants or rigid motions "
+          "no Dirichlet condition: the distributed solvers need one (a problem whose constants or rigid "
+          "motions "
           "are free is solved on one process)");
     return A;
   }
@@ -92,8 +93,8 @@ std::vector<double> mesh_node_values(const FunctionSpace& V, std::span<const dou
   const int bs = V.components();
   if (width <= 0) width = bs;
   FEM_EXPECTS(width >= bs, "mesh_node_values: {} values per node for a space of {} components", width, bs);
-  FEM_EXPECTS(u.size() == static_cast<std::size_t>(V.num_dofs()), "mesh_node_values: {} values, the space {} DOFs",
-              u.size(), V.num_dofs());
+  FEM_EXPECTS(u.size() == static_cast<std::size_t>(V.num_dofs()),
+              "mesh_node_values: {} values, the space {} DOFs", u.size(), V.num_dofs());
   std::vector<double> out(static_cast<std::size_t>(mesh.num_nodes()) * width, 0.0);
   const int mesh_npc = mesh.cell_info().num_nodes, nv = mesh.cell_info().num_vertices;
   const bool same_nodes = dm.nodes_per_cell == mesh_npc;
@@ -126,20 +127,23 @@ std::vector<double> cell_average_gradient(const Assembler& A, std::span<const do
   const std::size_t width = static_cast<std::size_t>(bs) * gdim;
   std::vector<double> out(static_cast<std::size_t>(V.mesh().num_cells()) * width, 0.0);
   // Each cell writes only its own entries, so the threads of the cell loop never share one.
-  integrate_cells(V, A.plan(), [&](const auto& cv) {
-    constexpr int dim = std::remove_cvref_t<decltype(cv)>::dim;
-    double sum[3 * 3] = {}, volume = 0, g[3];
-    for (int q = 0; q < cv.num_points; ++q) {
-      for (int k = 0; k < cv.bs; ++k) {
-        cv.u_grad(q, g, k);
-        for (int d = 0; d < dim; ++d) sum[k * dim + d] += cv.weight[q] * g[d];
-      }
-      volume += cv.weight[q];
-    }
-    double* o = out.data() + static_cast<std::size_t>(cv.cell) * width;
-    for (std::size_t k = 0; k < width; ++k) o[k] = sum[k] / volume;
-    return 0.0;
-  }, A.quadrature_degree(std::max(0, V.degree() - 1)), u);
+  integrate_cells(
+      V, A.plan(),
+      [&](const auto& cv) {
+        constexpr int dim = std::remove_cvref_t<decltype(cv)>::dim;
+        double sum[3 * 3] = {}, volume = 0, g[3];
+        for (int q = 0; q < cv.num_points; ++q) {
+          for (int k = 0; k < cv.bs; ++k) {
+            cv.u_grad(q, g, k);
+            for (int d = 0; d < dim; ++d) sum[k * dim + d] += cv.weight[q] * g[d];
+          }
+          volume += cv.weight[q];
+        }
+        double* o = out.data() + static_cast<std::size_t>(cv.cell) * width;
+        for (std::size_t k = 0; k < width; ++k) o[k] = sum[k] / volume;
+        return 0.0;
+      },
+      A.quadrature_degree(std::max(0, V.degree() - 1)), u);
   return out;
 }
 

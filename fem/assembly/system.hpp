@@ -9,7 +9,8 @@
 //   store.put("A", fem::assembly::system_matrix(assembler, std::move(values), bc, layout));
 //   solver->factorize(store, "A");                          // fem::solve::LinearSolver
 //   fem::solve::require(solver->solve(b, u));               // incompatible data: one message
-//   auto e = fem::assembly::solution_errors(assembler, u, exact, store.get<CsrMatrix>("A")->null_space(), layout);
+//   auto e = fem::assembly::solution_errors(assembler, u, exact, store.get<CsrMatrix>("A")->null_space(),
+//   layout);
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,8 @@ namespace fem::assembly {
 /// process may hold a DOF of a boundary facet another process holds), the later condition
 /// winning where conditions overlap, as on one process. A facet tag that no facet of the whole
 /// mesh carries is an InvalidArgument naming it and the tags present, on every process.
-DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichlet> conditions, const Layout& layout);
+DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichlet> conditions,
+                                 const Layout& layout);
 
 /// The null-space rule, once for every front end: the matrix of a form (`values` on the
 /// assembler's pattern, with the Dirichlet conditions `bc` already imposed by apply_dirichlet)

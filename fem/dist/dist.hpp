@@ -4,6 +4,6 @@
 #include "fem/dist/distribute.hpp"
 #include "fem/dist/index_map.hpp"
 #include "fem/dist/matrix.hpp"
+#include "fem/dist/runtime.hpp"
 #include "fem/dist/session.hpp"
 #include "fem/dist/solver.hpp"
-#include "fem/dist/runtime.hpp"

@@ -83,7 +83,8 @@ void gather_fields(const Distribution& d, const Mesh& whole, std::span<const mes
     const auto all = gather(mine, MPI_DOUBLE);
     std::vector<double> placed;
     if (d.rank == 0) {
-      placed.assign(static_cast<std::size_t>(cells ? whole.num_cells() : whole.num_nodes()) * f.components, 0.0);
+      placed.assign(static_cast<std::size_t>(cells ? whole.num_cells() : whole.num_nodes()) * f.components,
+                    0.0);
       for (std::size_t k = 0; k < all_ids.size(); ++k)
         std::copy_n(all.begin() + k * f.components, f.components, placed.begin() + all_ids[k] * f.components);
     }
@@ -130,14 +131,16 @@ bool distributed(const Store& store, const std::string& mesh_key) {
 
 std::shared_ptr<const Layout> index_map(const assembly::FunctionSpace& V) { return dist::index_map(V); }
 
-std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V, const solve::Options& options) {
+std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V,
+                                                 const solve::Options& options) {
   solve::Options o = options;
   if (o.backend == solve::Backend::automatic) o.backend = solve::Backend::mumps;
   FEM_EXPECTS(solve::distributed(o.backend),
               "solver {}: a serial backend; the distributed solvers are mumps (the default), gamg and hypre",
               solve::to_string(o.backend));
   FEM_EXPECTS(distributed(*V.store(), V.mesh_key()),
-              "solver {}: the mesh '{}' was not published by fem::dist::publish_mesh while running (fem::dist::start)",
+              "solver {}: the mesh '{}' was not published by fem::dist::publish_mesh while running "
+              "(fem::dist::start)",
               solve::to_string(o.backend), V.mesh_key());
   return std::make_unique<DistributedSolver>(dist::index_map(V), o);
 }
@@ -153,8 +156,10 @@ void write_gathered(const std::string& path, const Store& store, const std::stri
   collective(d->comm, [&] {
     if (d->rank != 0) return;
     std::vector<mesh::Field> p, c;
-    for (std::size_t k = 0; k < points.size(); ++k) p.push_back({points[k].name, points[k].components, point_values[k]});
-    for (std::size_t k = 0; k < cells.size(); ++k) c.push_back({cells[k].name, cells[k].components, cell_values[k]});
+    for (std::size_t k = 0; k < points.size(); ++k)
+      p.push_back({points[k].name, points[k].components, point_values[k]});
+    for (std::size_t k = 0; k < cells.size(); ++k)
+      c.push_back({cells[k].name, cells[k].components, cell_values[k]});
     mesh::write_vtu(path, *whole, p, c);
   });
 }

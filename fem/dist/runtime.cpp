@@ -25,11 +25,12 @@ void start(int& argc, char**& argv, bool wanted) {
   if (processes <= 1 && !wanted) return;
   if (!detail::available())
     throw NotCompiled("MPI and PETSc",
-                      processes > 1 ? fmt::format("a run on {} processes (the distributed path of libfem_dist: "
-                                                  "scripts/install-deps.sh dist, then configure again)",
-                                                  processes)
-                                    : std::string("a distributed solver (mumps, gamg or hypre: libfem_dist's; "
-                                                  "scripts/install-deps.sh dist, then configure again)"));
+                      processes > 1
+                          ? fmt::format("a run on {} processes (the distributed path of libfem_dist: "
+                                        "scripts/install-deps.sh dist, then configure again)",
+                                        processes)
+                          : std::string("a distributed solver (mumps, gamg or hypre: libfem_dist's; "
+                                        "scripts/install-deps.sh dist, then configure again)"));
   detail::start(argc, argv);
 }
 
@@ -42,7 +43,8 @@ bool running() noexcept { return detail::running(); }
 const Processes& processes() noexcept { return running() ? detail::world() : Processes::one(); }
 
 int fail(const std::string& program, const std::string& message, int code) {
-  if (processes().size() > 1) detail::abort_unless_all_failed(fmt::format("{}: error", program), message, code);
+  if (processes().size() > 1)
+    detail::abort_unless_all_failed(fmt::format("{}: error", program), message, code);
   if (processes().root()) {
     std::fprintf(stderr, "%s: error: %s\n", program.c_str(), message.c_str());
     std::fflush(stderr);
@@ -70,10 +72,12 @@ std::shared_ptr<const Mesh> whole_mesh(const Store& store, const std::string& ke
 
 std::shared_ptr<const Layout> layout(const assembly::FunctionSpace& V) {
   if (detail::distributed(*V.store(), V.mesh_key())) return detail::index_map(V);
-  return std::shared_ptr<const Layout>(std::shared_ptr<const Layout>(), &Layout::serial());  // static: no owner
+  return std::shared_ptr<const Layout>(std::shared_ptr<const Layout>(),
+                                       &Layout::serial());  // static: no owner
 }
 
-std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V, const solve::Options& options) {
+std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V,
+                                                 const solve::Options& options) {
   if (detail::distributed(*V.store(), V.mesh_key()) || solve::distributed(options.backend))
     return detail::make_solver(V, options);
   return solve::make_solver(options);

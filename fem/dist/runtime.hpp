@@ -66,7 +66,8 @@ std::shared_ptr<const Layout> layout(const assembly::FunctionSpace& V);
 /// a distributed backend (mumps, gamg, hypre), a PETSc solver over V's IndexMap (automatic:
 /// MUMPS; a serial backend there is an InvalidArgument naming it); otherwise the serial
 /// factorization cache (solve::make_solver).
-std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V, const solve::Options& options);
+std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V,
+                                                 const solve::Options& options);
 
 /// Collective: point fields (on the mesh nodes) and cell fields of the mesh under `mesh_key`,
 /// written as a .vtu; on a distributed mesh FILE.vtu is gathered on rank 0 into one serial file
@@ -80,7 +81,8 @@ void write_vtu(const std::filesystem::path& path, const Store& store, const std:
 class Series {
  public:
   explicit Series(const std::filesystem::path& pvd);
-  void write(double time, const Store& store, const std::string& mesh_key, std::span<const mesh::Field> points);
+  void write(double time, const Store& store, const std::string& mesh_key,
+             std::span<const mesh::Field> points);
   const std::filesystem::path& path() const noexcept { return pvd_.path(); }
   std::size_t frames() const noexcept { return frames_; }
 

@@ -43,8 +43,8 @@ void set_rigid_body_modes(Mat A, const IndexMap& map) {
 
 Solver::Solver(std::shared_ptr<const PetscMatrix> A, const solve::Options& options, std::string key)
     : A_(std::move(A)), options_(options), key_(std::move(key)) {
-  FEM_EXPECTS(solve::distributed(options_.backend), "'{}': {} is no distributed backend (mumps, gamg, hypre)", key_,
-              solve::to_string(options_.backend));
+  FEM_EXPECTS(solve::distributed(options_.backend), "'{}': {} is no distributed backend (mumps, gamg, hypre)",
+              key_, solve::to_string(options_.backend));
   const MPI_Comm comm = A_->map().comm();
   Mat mat = A_->mat();
   FEM_PETSC(KSPCreate(comm, &ksp_));
@@ -120,7 +120,8 @@ void Solver::update(std::shared_ptr<const PetscMatrix> A, Store& store) {
   }
 }
 
-solve::SolveReport Solver::solve(std::span<const double> b, Sums form, std::span<double> x, bool check) const {
+solve::SolveReport Solver::solve(std::span<const double> b, Sums form, std::span<double> x,
+                                 bool check) const {
   return run(b, form, x, false, check);
 }
 
@@ -239,7 +240,8 @@ std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
     register_collective(store, entry);
     detail::collect_garbage(comm);
     auto reclaimed = Store::reclaim(std::move(retired));
-    const bool recyclable = reclaimed && reclaimed->matrix().map_ptr() == map && reclaimed->options() == options;
+    const bool recyclable =
+        reclaimed && reclaimed->matrix().map_ptr() == map && reclaimed->options() == options;
     if (all(comm, recyclable)) {
       // The solver's hold on the old PetscMatrix is given back too, so that it is refilled.
       std::shared_ptr<const PetscMatrix> old = std::move(reclaimed->A_);

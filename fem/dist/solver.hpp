@@ -51,7 +51,8 @@ class Solver {
   /// PETSc reports a failure (a singular matrix, a diverged iteration), or when `check` and the
   /// true relative residual exceeds options().max_relative_residual (for Krylov methods
   /// max(that, 1.5 rtol)); the report carries it (-1 unchecked) and the iterations.
-  solve::SolveReport solve(std::span<const double> b, Sums form, std::span<double> x, bool check = true) const;
+  solve::SolveReport solve(std::span<const double> b, Sums form, std::span<double> x,
+                           bool check = true) const;
   /// Collective: Aᵀx = b (direct solves, and CG on symmetric matrices).
   solve::SolveReport solve_transpose(std::span<const double> b, Sums form, std::span<double> x,
                                      bool check = true) const;

@@ -233,7 +233,8 @@ class ExpressionProgram {
           static_assert(mu::cmGE == mu::cmLE + 1 && mu::cmNEQ == mu::cmLE + 2 && mu::cmEQ == mu::cmLE + 3 &&
                         mu::cmLT == mu::cmLE + 4 && mu::cmGT == mu::cmLE + 5 && mu::cmADD == mu::cmLE + 6 &&
                         mu::cmSUB == mu::cmLE + 7 && mu::cmMUL == mu::cmLE + 8 && mu::cmDIV == mu::cmLE + 9 &&
-                        mu::cmPOW == mu::cmLE + 10 && mu::cmLAND == mu::cmLE + 11 && mu::cmLOR == mu::cmLE + 12);
+                        mu::cmPOW == mu::cmLE + 10 && mu::cmLAND == mu::cmLE + 11 &&
+                        mu::cmLOR == mu::cmLE + 12);
           if (sp < 2) return nullptr;
           in.op = ops[t.Cmd - mu::cmLE];
           in.slot = --sp - 1;

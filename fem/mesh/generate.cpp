@@ -145,8 +145,9 @@ Mesh make_rectangle(CellType type, index_t nx, index_t ny, std::array<double, 2>
   FEM_EXPECTS(type == CellType::tri3 || type == CellType::quad4,
               "rectangle() makes tri3 or quad4 cells, not {}", cell_info(type).name);
   FEM_EXPECTS(nx >= 1 && ny >= 1, "rectangle needs at least one cell per direction, got {}x{}", nx, ny);
-  FEM_EXPECTS(lo[0] < hi[0] && lo[1] < hi[1], "rectangle with lower corner ({}, {}) and upper corner ({}, {}) is empty",
-              lo[0], lo[1], hi[0], hi[1]);
+  FEM_EXPECTS(lo[0] < hi[0] && lo[1] < hi[1],
+              "rectangle with lower corner ({}, {}) and upper corner ({}, {}) is empty", lo[0], lo[1], hi[0],
+              hi[1]);
   const bool tri = type == CellType::tri3;
   check_size(named(source, fmt::format("rectangle({}, {} x {})", cell_info(type).name, nx, ny)), type, nx, ny,
              1);
@@ -194,7 +195,8 @@ Mesh make_box(CellType type, index_t nx, index_t ny, index_t nz, std::array<doub
               std::array<double, 3> hi, std::string source) {
   FEM_EXPECTS(type == CellType::tet4 || type == CellType::hex8, "box() makes tet4 or hex8 cells, not {}",
               cell_info(type).name);
-  FEM_EXPECTS(nx >= 1 && ny >= 1 && nz >= 1, "box needs at least one cell per direction, got {}x{}x{}", nx, ny, nz);
+  FEM_EXPECTS(nx >= 1 && ny >= 1 && nz >= 1, "box needs at least one cell per direction, got {}x{}x{}", nx,
+              ny, nz);
   FEM_EXPECTS(lo[0] < hi[0] && lo[1] < hi[1] && lo[2] < hi[2], "box is empty");
   const bool tet = type == CellType::tet4;
   check_size(named(source, fmt::format("box({}, {} x {} x {})", cell_info(type).name, nx, ny, nz)), type, nx,
@@ -227,7 +229,8 @@ Mesh make_box(CellType type, index_t nx, index_t ny, index_t nz, std::array<doub
           for (const auto& t : kuhn) {
             // Paths through x then y (or y then z, z then x) are positively oriented; the others
             // are mirror images: swap two vertices.
-            const bool even = (t[1] == 1 && t[2] == 3) || (t[1] == 2 && t[2] == 6) || (t[1] == 4 && t[2] == 5);
+            const bool even =
+                (t[1] == 1 && t[2] == 3) || (t[1] == 2 && t[2] == 6) || (t[1] == 4 && t[2] == 5);
             if (even)
               d.cells.insert(d.cells.end(), {c[t[0]], c[t[1]], c[t[2]], c[t[3]]});
             else

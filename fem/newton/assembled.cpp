@@ -12,8 +12,8 @@ Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, 
                           std::shared_ptr<solve::LinearSolver> solver) {
   FEM_EXPECTS(assembler != nullptr, "assembled_problem '{}': no assembler", name);
   FEM_EXPECTS(form.integrand != nullptr, "assembled_problem '{}': a nonlinear form needs an integrand", name);
-  FEM_EXPECTS(assembler->space().components() == 1, "assembled_problem '{}': nonlinear forms need a scalar space",
-              name);
+  FEM_EXPECTS(assembler->space().components() == 1,
+              "assembled_problem '{}': nonlinear forms need a scalar space", name);
   auto shared_form = std::make_shared<const assembly::NonlinearForm>(std::move(form));
   auto homogeneous = std::make_shared<const assembly::DirichletValues>(bc.homogeneous());
   // Each process assembles its own cells' part of F: summed into every copy of a shared DOF
@@ -24,7 +24,7 @@ Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, 
   p.store = &store;
   p.solver = std::move(solver);
   p.residual = [assembler, shared_form, homogeneous, layout, keep = p.solver](std::span<const double> u,
-                                                                                std::span<double> F) {
+                                                                              std::span<double> F) {
     std::fill(F.begin(), F.end(), 0.0);
     assembler->residual_into(*shared_form, u, F);
     layout->accumulate(F);

@@ -15,33 +15,43 @@ namespace fem::newton {
 
 std::string_view to_string(Reason r) noexcept {
   switch (r) {
-    case Reason::converged_atol: return "converged_atol";
-    case Reason::converged_rtol: return "converged_rtol";
-    case Reason::converged_step: return "converged_step";
-    case Reason::diverged_max_iterations: return "diverged_max_iterations";
-    case Reason::diverged_line_search: return "diverged_line_search";
-    case Reason::diverged_nan: return "diverged_nan";
-    case Reason::diverged_residual_growth: return "diverged_residual_growth";
-    case Reason::diverged_linear_solve: return "diverged_linear_solve";
+    case Reason::converged_atol:
+      return "converged_atol";
+    case Reason::converged_rtol:
+      return "converged_rtol";
+    case Reason::converged_step:
+      return "converged_step";
+    case Reason::diverged_max_iterations:
+      return "diverged_max_iterations";
+    case Reason::diverged_line_search:
+      return "diverged_line_search";
+    case Reason::diverged_nan:
+      return "diverged_nan";
+    case Reason::diverged_residual_growth:
+      return "diverged_residual_growth";
+    case Reason::diverged_linear_solve:
+      return "diverged_linear_solve";
   }
   return "unknown";
 }
 
 Monitor text_monitor(std::FILE* out) {
   return [out](const Iteration& it) {
-    std::fprintf(out, "newton %3d  |F| %.6e  |du| %.3e  lambda %.4g  %s  %.3f s\n", it.iteration, it.residual_norm,
-                 it.step_norm, it.step_length, it.iteration == 0 ? "-        " : (it.jacobian_refreshed ? "refreshed" : "reused   "),
+    std::fprintf(out, "newton %3d  |F| %.6e  |du| %.3e  lambda %.4g  %s  %.3f s\n", it.iteration,
+                 it.residual_norm, it.step_norm, it.step_length,
+                 it.iteration == 0 ? "-        " : (it.jacobian_refreshed ? "refreshed" : "reused   "),
                  it.seconds);
   };
 }
 
 Monitor json_monitor(std::FILE* out) {
   return [out](const Iteration& it) {
-    std::fprintf(out,
-                 "{\"iteration\": %d, \"residual_norm\": %.17g, \"step_norm\": %.17g, \"step_length\": %.17g, "
-                 "\"jacobian_refreshed\": %s, \"seconds\": %.9g}\n",
-                 it.iteration, it.residual_norm, it.step_norm, it.step_length, it.jacobian_refreshed ? "true" : "false",
-                 it.seconds);
+    std::fprintf(
+        out,
+        "{\"iteration\": %d, \"residual_norm\": %.17g, \"step_norm\": %.17g, \"step_length\": %.17g, "
+        "\"jacobian_refreshed\": %s, \"seconds\": %.9g}\n",
+        it.iteration, it.residual_norm, it.step_norm, it.step_length,
+        it.jacobian_refreshed ? "true" : "false", it.seconds);
   };
 }
 
@@ -84,8 +94,10 @@ class Anderson {
     const std::size_t n = u.size();
     if (have_last_) {
       const int slot = (first_ + count_) % depth_;
-      if (count_ == depth_) first_ = (first_ + 1) % depth_;  // the oldest column is overwritten
-      else ++count_;
+      if (count_ == depth_)
+        first_ = (first_ + 1) % depth_;  // the oldest column is overwritten
+      else
+        ++count_;
       if (D_.size() < static_cast<std::size_t>(depth_)) D_.resize(depth_), W_.resize(depth_);
       auto& d = D_[slot];
       auto& w = W_[slot];
@@ -158,7 +170,8 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
   FEM_EXPECTS(problem.residual && problem.jacobian, "Newton problem '{}' needs a residual and a Jacobian",
               problem.name);
   FEM_EXPECTS(!problem.name.empty(), "a Newton problem needs a name (its store keys derive from it)");
-  FEM_EXPECTS(options.lagging.max_reuse >= 1, "Jacobian lag must be at least 1, not {}", options.lagging.max_reuse);
+  FEM_EXPECTS(options.lagging.max_reuse >= 1, "Jacobian lag must be at least 1, not {}",
+              options.lagging.max_reuse);
   FEM_EXPECTS(options.lagging.anderson >= 0 && options.lagging.anderson <= Anderson::kMaxDepth,
               "Anderson depth must be in [0, {}], not {}", Anderson::kMaxDepth, options.lagging.anderson);
   const std::shared_ptr<solve::LinearSolver> solver =
@@ -191,8 +204,8 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
     result.converged = converged(reason);
     result.seconds = std::chrono::duration<double>(clock::now() - start).count();
     result.symbolic_analyses = static_cast<int>(store.counter("solve.symbolic_analyses") - analyses_before);
-    timings.other = std::max(0.0, result.seconds - timings.residual - timings.jacobian - timings.factorization -
-                                      timings.solve);
+    timings.other = std::max(
+        0.0, result.seconds - timings.residual - timings.jacobian - timings.factorization - timings.solve);
     store.put(problem.name + "/u", Array<double>(std::vector<double>(u.begin(), u.end())));
     store.put(problem.name + "/F", Array<double>(std::move(F)));
     return result;
@@ -352,7 +365,7 @@ ContinuationResult continuation(const std::function<Problem(double)>& problem_at
     } else {
       ++out.failures;
       std::copy(last.begin(), last.end(), u.begin());  // warm start from the last solution
-      if (!have_converged) break;                       // the start itself failed
+      if (!have_converged) break;                      // the start itself failed
       p = out.last_parameter;
       step /= 2;
       if (step < c.min_step) break;

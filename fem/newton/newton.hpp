@@ -6,9 +6,9 @@
 // for a distributed mesh), and every norm through its layout: the same code runs on one process
 // or many.
 //
-//   fem::newton::Problem p = fem::newton::assembled_problem(assembler, fem::assembly::bratu(6.0), bc, "bratu");
-//   std::vector<double> u(assembler.space().num_dofs(), 0.0);
-//   fem::newton::Result r = fem::newton::solve(p, u);          // r.reason says why it stopped
+//   fem::newton::Problem p = fem::newton::assembled_problem(assembler, fem::assembly::bratu(6.0), bc,
+//   "bratu"); std::vector<double> u(assembler.space().num_dofs(), 0.0); fem::newton::Result r =
+//   fem::newton::solve(p, u);          // r.reason says why it stopped
 #pragma once
 
 #include <chrono>
@@ -65,22 +65,26 @@ struct Lagging {
   double min_reduction = 0.5;
   int anderson = 0;  ///< depth m of the acceleration of reused steps (0: plain chord steps)
   /// A fixed lag L: refresh exactly every L iterations (factorizations = ⌈iterations / L⌉).
-  static Lagging fixed(int lag, int anderson = 0) { return {lag, std::numeric_limits<double>::infinity(), anderson}; }
+  static Lagging fixed(int lag, int anderson = 0) {
+    return {lag, std::numeric_limits<double>::infinity(), anderson};
+  }
   /// One factorization reused, with Anderson-accelerated steps, for as long as every iteration
   /// reduces ‖F‖ by at least the factor 1/min_reduction, then a fresh one. Bratu λ = 6 at 263k
   /// DOFs: 7 iterations on one factorization (plain chord steps, anderson = 0: 20; full Newton:
   /// 4 iterations and 4 factorizations; the README has the timings).
-  static Lagging adaptive(double min_reduction = 0.3, int anderson = 5) { return {1 << 30, min_reduction, anderson}; }
+  static Lagging adaptive(double min_reduction = 0.3, int anderson = 5) {
+    return {1 << 30, min_reduction, anderson};
+  }
 };
 
 /// One line of the per-iteration monitor.
 struct Iteration {
-  int iteration = 0;               ///< 0 is the initial guess
-  double residual_norm = 0;        ///< ‖F(u)‖ after this iteration
-  double step_norm = 0;            ///< ‖λδu‖
-  double step_length = 0;          ///< λ, the line-search factor
-  bool jacobian_refreshed = false; ///< this iteration factorized a new Jacobian
-  double seconds = 0;              ///< wall time of this iteration
+  int iteration = 0;                ///< 0 is the initial guess
+  double residual_norm = 0;         ///< ‖F(u)‖ after this iteration
+  double step_norm = 0;             ///< ‖λδu‖
+  double step_length = 0;           ///< λ, the line-search factor
+  bool jacobian_refreshed = false;  ///< this iteration factorized a new Jacobian
+  double seconds = 0;               ///< wall time of this iteration
 };
 using Monitor = std::function<void(const Iteration&)>;
 
@@ -89,20 +93,20 @@ Monitor text_monitor(std::FILE* out = stdout);
 Monitor json_monitor(std::FILE* out);
 
 struct Options {
-  double atol = 1e-10;                 ///< absolute residual tolerance
-  double rtol = 1e-10;                 ///< residual tolerance relative to ‖F₀‖
-  double stol = 0;                     ///< step tolerance relative to ‖u‖ (0: off)
+  double atol = 1e-10;  ///< absolute residual tolerance
+  double rtol = 1e-10;  ///< residual tolerance relative to ‖F₀‖
+  double stol = 0;      ///< step tolerance relative to ‖u‖ (0: off)
   int max_iterations = 50;
-  double divergence_tolerance = 1e8;   ///< diverged when ‖F‖ > this·max(‖F₀‖, atol)
+  double divergence_tolerance = 1e8;  ///< diverged when ‖F‖ > this·max(‖F₀‖, atol)
   LineSearch line_search = LineSearch::none;
-  double armijo = 1e-4;                ///< α of the sufficient-decrease test
-  double min_step_length = 1.0 / 1024; ///< the line search gives up below this λ
-  Lagging lagging;                     ///< full Newton by default
+  double armijo = 1e-4;                 ///< α of the sufficient-decrease test
+  double min_step_length = 1.0 / 1024;  ///< the line search gives up below this λ
+  Lagging lagging;                      ///< full Newton by default
   /// The serial solver Newton makes when the problem brings none. Its residuals are not
   /// checked by default: Newton's own residual judges every step (a singular or inaccurate
   /// solve shows as a step that does not reduce it, and line search or a refresh follows).
   solve::Options linear = {.max_relative_residual = std::numeric_limits<double>::infinity()};
-  Monitor monitor;                     ///< called after every iteration (and for the guess)
+  Monitor monitor;  ///< called after every iteration (and for the guess)
 };
 
 /// A nonlinear problem F(u) = 0: residual and Jacobian callbacks, and the store keys its data
@@ -177,9 +181,10 @@ struct ContinuationResult {
   std::vector<Result> results;     ///< their Newton results
   double last_parameter = 0;       ///< the last converged parameter
   bool reached_end = false;
-  int failures = 0;                ///< Newton solves that failed and were retried with a smaller step
+  int failures = 0;  ///< Newton solves that failed and were retried with a smaller step
 };
-ContinuationResult continuation(const std::function<Problem(double parameter)>& problem_at, std::span<double> u,
-                                const ContinuationOptions& continuation_options, const Options& options = {});
+ContinuationResult continuation(const std::function<Problem(double parameter)>& problem_at,
+                                std::span<double> u, const ContinuationOptions& continuation_options,
+                                const Options& options = {});
 
 }  // namespace fem::newton

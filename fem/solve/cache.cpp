@@ -1,13 +1,13 @@
 // The factorization cache: store-keyed factorizations (derived from the matrix version,
 // evictable) and symbolic analyses keyed by the pattern's fingerprint, confirmed with
 // same_structure, reused across new values of the same pattern.
-#include <fem/solve/solve.hpp>
-#include <fem/solve/detail/backends.hpp>
-#include <fem/solve/linear_solver.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
+#include <fem/solve/detail/backends.hpp>
+#include <fem/solve/linear_solver.hpp>
+#include <fem/solve/solve.hpp>
 #include <limits>
-#include <fmt/format.h>
 
 namespace fem::solve {
 namespace {
@@ -37,8 +37,7 @@ std::unique_ptr<Factorization> make_with_cached_symbolic(Store& store, const Csr
   if (analyzed) {
     store.count("solve.symbolic_analyses");
     f->use_symbolic(symbolic);
-  } else if (symbolic->pattern_ptr() == matrix.pattern_ptr() ||
-             symbolic->pattern().same_structure(pattern)) {
+  } else if (symbolic->pattern_ptr() == matrix.pattern_ptr() || symbolic->pattern().same_structure(pattern)) {
     f->use_symbolic(symbolic);
     store.count("solve.refactorizations");
   } else {
@@ -57,14 +56,12 @@ std::unique_ptr<Factorization> make_with_cached_symbolic(Store& store, const Csr
 
 // `retired`, refactorized in place with `matrix`, when that is safe and fits; else nullptr.
 // `retired` is released either way.
-std::shared_ptr<const Factorization> recycle(Store& store,
-                                             std::shared_ptr<const Factorization>& retired,
+std::shared_ptr<const Factorization> recycle(Store& store, std::shared_ptr<const Factorization>& retired,
                                              const CsrMatrix& matrix, Backend backend) {
   auto f = Store::reclaim(std::move(retired));
   if (!f || f->backend() != backend || !f->factorized() || !f->symbolic()) return nullptr;
   const Symbolic& symbolic = *f->symbolic();
-  if (symbolic.pattern_ptr() != matrix.pattern_ptr() &&
-      !symbolic.pattern().same_structure(matrix.pattern()))
+  if (symbolic.pattern_ptr() != matrix.pattern_ptr() && !symbolic.pattern().same_structure(matrix.pattern()))
     return nullptr;
   const Result r = f->factorize(matrix);
   if (r.status == Status::too_large) return nullptr;  // refused before any numeric work
@@ -76,12 +73,11 @@ std::shared_ptr<const Factorization> recycle(Store& store,
 }
 
 std::shared_ptr<const Factorization> compute_cached(Store& store, const std::string& key,
-                                                    const CsrMatrix& matrix,
-                                                    const Options& options,
+                                                    const CsrMatrix& matrix, const Options& options,
                                                     std::shared_ptr<const Factorization> retired) {
   if (matrix.rows() != matrix.cols())
-    throw DimensionMismatch(fmt::format("solve: the matrix under '{}' is {} x {}, not square",
-                                        key, matrix.rows(), matrix.cols()));
+    throw DimensionMismatch(fmt::format("solve: the matrix under '{}' is {} x {}, not square", key,
+                                        matrix.rows(), matrix.cols()));
   const std::vector<Backend> candidates = options.backend == Backend::automatic
                                               ? detail::automatic_backends(matrix)
                                               : std::vector<Backend>{options.backend};
@@ -101,8 +97,8 @@ std::shared_ptr<const Factorization> compute_cached(Store& store, const std::str
                               key, result.reason, to_string(candidates[c + 1])));
     store.count("solve.fallbacks");
   }
-  throw NumericalError(fmt::format("solve: cannot factorize '{}' ({}): {}", key,
-                                   to_string(result.status), result.reason));
+  throw NumericalError(
+      fmt::format("solve: cannot factorize '{}' ({}): {}", key, to_string(result.status), result.reason));
 }
 
 }  // namespace
@@ -110,8 +106,8 @@ std::shared_ptr<const Factorization> compute_cached(Store& store, const std::str
 detail::CachedFactorization detail::cached_factorization(Store& store, const std::string& key,
                                                          const Options& options,
                                                          std::shared_ptr<const Factorization> retired) {
-  FEM_EXPECTS(!distributed(options.backend), "'{}': {} is a distributed backend (fem::dist::make_solver)", key,
-              to_string(options.backend));
+  FEM_EXPECTS(!distributed(options.backend), "'{}': {} is a distributed backend (fem::dist::make_solver)",
+              key, to_string(options.backend));
   auto [matrix, version] = store.get_versioned<CsrMatrix>(key);
   bool computed = false;
   auto f = store.get_or_compute<Factorization>(factor_key(key, options), {{key, version}}, [&] {
@@ -169,21 +165,24 @@ SolveReport detail::checked_solve(const Factorization& f, const CsrMatrix* matri
   r.amplification = worst.amplification;
   r.refinement_steps = worst.refinement_steps;
   if (!refuse || acceptable(worst)) return r;
-  const std::string steps =
-      worst.refinement_steps > 0
-          ? fmt::format(" after {} refinement step{}", worst.refinement_steps, worst.refinement_steps == 1 ? "" : "s")
-          : "";
+  const std::string steps = worst.refinement_steps > 0
+                                ? fmt::format(" after {} refinement step{}", worst.refinement_steps,
+                                              worst.refinement_steps == 1 ? "" : "s")
+                                : "";
   if (!(worst.amplification <= max_amplification)) {
     r.status = Status::singular;
     r.reason = fmt::format(
-        "{}: the matrix is singular to working precision: the scaled solution is {:.3g} times the scaled data "
-        "(‖Sx‖/‖S⁻¹b‖, S² = |diag A|), a condition number beyond what double precision resolves (relative residual "
+        "{}: the matrix is singular to working precision: the scaled solution is {:.3g} times the scaled "
+        "data "
+        "(‖Sx‖/‖S⁻¹b‖, S² = |diag A|), a condition number beyond what double precision resolves (relative "
+        "residual "
         "{:.3g}){}",
         to_string(f.backend()), worst.amplification, worst.residual, steps);
   } else {
     r.status = Status::inaccurate;
     r.reason = fmt::format(
-        "{}: relative residual ‖b - Ax‖/‖b‖ = {:.3g} exceeds {:.3g} and the scaled backward error {:.3g} is more "
+        "{}: relative residual ‖b - Ax‖/‖b‖ = {:.3g} exceeds {:.3g} and the scaled backward error {:.3g} is "
+        "more "
         "than rounding{}: the matrix is singular, or too ill-conditioned for this solver",
         to_string(f.backend()), worst.residual, tolerance, worst.backward_error, steps);
   }
@@ -203,20 +202,19 @@ detail::CachedFactorization cached(Store& store, const std::string& key, const O
   return c;
 }
 
-SolveReport solve_into(Store& store, const std::string& key, std::span<const double> B,
-                       std::span<double> X, index_t nrhs, bool transpose,
-                       const Options& options) {
+SolveReport solve_into(Store& store, const std::string& key, std::span<const double> B, std::span<double> X,
+                       index_t nrhs, bool transpose, const Options& options) {
   const auto c = cached(store, key, options);
   store.count("solve.solves");
   store.count("solve.rhs", nrhs);
-  SolveReport r = detail::checked_solve(*c.factorization, c.matrix.get(), B, X, nrhs, transpose, options, true);
+  SolveReport r =
+      detail::checked_solve(*c.factorization, c.matrix.get(), B, X, nrhs, transpose, options, true);
   if (!r) r.reason = failure(key, r);
   return r;
 }
 
-std::vector<double> solve_or_throw(Store& store, const std::string& key,
-                                   std::span<const double> B, index_t nrhs, bool transpose,
-                                   const Options& options) {
+std::vector<double> solve_or_throw(Store& store, const std::string& key, std::span<const double> B,
+                                   index_t nrhs, bool transpose, const Options& options) {
   std::vector<double> X(B.size());
   SolveReport r = solve_into(store, key, B, X, nrhs, transpose, options);
   require(r);
@@ -230,15 +228,15 @@ std::string factor_key(std::string_view key, const Options& options) {
   const char* detection = options.detect_null_space ? "" : "/no-null-space-detection";
   if (options.ordering == Ordering::automatic)
     return fmt::format("{}#factor/{}{}", key, to_string(options.backend), detection);
-  return fmt::format("{}#factor/{}/{}{}", key, to_string(options.backend), to_string(options.ordering), detection);
+  return fmt::format("{}#factor/{}/{}{}", key, to_string(options.backend), to_string(options.ordering),
+                     detection);
 }
 
 std::shared_ptr<const Factorization> factorization(Store& store, const std::string& key,
                                                    const Options& options) {
   return cached(store, key, options).factorization;
 }
-std::shared_ptr<const Factorization> factorization(const std::string& key,
-                                                   const Options& options) {
+std::shared_ptr<const Factorization> factorization(const std::string& key, const Options& options) {
   return factorization(fem::store(), key, options);
 }
 std::shared_ptr<const Factorization> factorization(Store& store, const std::string& key,
@@ -247,37 +245,35 @@ std::shared_ptr<const Factorization> factorization(Store& store, const std::stri
   return cached(store, key, options, std::move(retired)).factorization;
 }
 
-SolveReport solve(Store& store, const std::string& key, std::span<const double> b,
-                  std::span<double> x, const Options& options) {
+SolveReport solve(Store& store, const std::string& key, std::span<const double> b, std::span<double> x,
+                  const Options& options) {
   return solve_into(store, key, b, x, 1, false, options);
 }
 std::vector<double> solve(Store& store, const std::string& key, std::span<const double> b,
                           const Options& options) {
   return solve_or_throw(store, key, b, 1, false, options);
 }
-std::vector<double> solve(const std::string& key, std::span<const double> b,
-                          const Options& options) {
+std::vector<double> solve(const std::string& key, std::span<const double> b, const Options& options) {
   return solve(fem::store(), key, b, options);
 }
-std::vector<double> solve_transpose(Store& store, const std::string& key,
-                                    std::span<const double> b, const Options& options) {
+std::vector<double> solve_transpose(Store& store, const std::string& key, std::span<const double> b,
+                                    const Options& options) {
   return solve_or_throw(store, key, b, 1, true, options);
 }
 std::vector<double> solve_transpose(const std::string& key, std::span<const double> b,
                                     const Options& options) {
   return solve_transpose(fem::store(), key, b, options);
 }
-std::vector<double> solve_block(Store& store, const std::string& key, std::span<const double> B,
-                                index_t nrhs, const Options& options) {
+std::vector<double> solve_block(Store& store, const std::string& key, std::span<const double> B, index_t nrhs,
+                                const Options& options) {
   return solve_or_throw(store, key, B, nrhs, false, options);
 }
 std::vector<double> solve_block(const std::string& key, std::span<const double> B, index_t nrhs,
                                 const Options& options) {
   return solve_block(fem::store(), key, B, nrhs, options);
 }
-std::vector<double> solve_transpose_block(Store& store, const std::string& key,
-                                          std::span<const double> B, index_t nrhs,
-                                          const Options& options) {
+std::vector<double> solve_transpose_block(Store& store, const std::string& key, std::span<const double> B,
+                                          index_t nrhs, const Options& options) {
   return solve_or_throw(store, key, B, nrhs, true, options);
 }
 

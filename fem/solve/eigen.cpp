@@ -3,15 +3,14 @@
 // orderings for SparseLU are inverted first, because SparseLU reads its column permutation the
 // other way round from what Eigen's AMDOrdering/MetisOrdering produce (the fill trap: 2D
 // Poisson 300² went from 8.9M to 111M factor nonzeros).
-#include <fem/solve/solve.hpp>
-#include <fem/solve/detail/backends.hpp>
-
 #include <fmt/format.h>
 
 #include <Eigen/OrderingMethods>
 #include <Eigen/SparseCholesky>
 #include <Eigen/SparseCore>
 #include <Eigen/SparseLU>
+#include <fem/solve/detail/backends.hpp>
+#include <fem/solve/solve.hpp>
 
 namespace fem::solve::detail {
 namespace {
@@ -44,7 +43,9 @@ class EigenSymbolic final : public Symbolic {
                          pat.col_indices().data(), ones.data());
     if (backend == Backend::lu) m = ColMatrix(m.transpose());
     switch (ordering) {
-      case Ordering::amd: Eigen::AMDOrdering<int>()(m, perm_); break;
+      case Ordering::amd:
+        Eigen::AMDOrdering<int>()(m, perm_);
+        break;
       case Ordering::colamd: {
         if (backend == Backend::ldlt)
           throw InvalidArgument("ldlt: colamd is an unsymmetric ordering; use amd or metis");
@@ -65,7 +66,9 @@ class EigenSymbolic final : public Symbolic {
         }
         break;
       }
-      default: perm_.setIdentity(n); break;
+      default:
+        perm_.setIdentity(n);
+        break;
     }
     // Eigen's AMDOrdering hands SparseLU the inverse of what it applies (the fill trap).
     if (backend == Backend::lu && ordering == Ordering::amd) perm_ = perm_.inverse();
@@ -96,9 +99,7 @@ class EigenSymbolic final : public Symbolic {
   const Prediction& prediction() const noexcept { return prediction_; }
   Backend backend() const noexcept override { return backend_; }
   Ordering ordering() const noexcept override { return ordering_; }
-  std::size_t bytes() const noexcept override {
-    return static_cast<std::size_t>(perm_.size()) * sizeof(int);
-  }
+  std::size_t bytes() const noexcept override { return static_cast<std::size_t>(perm_.size()) * sizeof(int); }
   const Permutation& permutation() const noexcept { return perm_; }
 
  private:
@@ -124,8 +125,7 @@ class Ldlt final : public Factorization {
 
   Result do_factorize(const CsrMatrix& A, bool refactor) override {
     if (!is_symmetric(A))
-      return {Status::invalid_input, "ldlt: the matrix is not symmetric (use lu or umfpack)", -1,
-              -1};
+      return {Status::invalid_input, "ldlt: the matrix is not symmetric (use lu or umfpack)", -1, -1};
     const int n = A.rows();
     ColMap m(n, n, static_cast<Eigen::Index>(A.nnz()), A.pattern().row_offsets().data(),
              A.pattern().col_indices().data(), A.values().data());
@@ -151,15 +151,13 @@ class Ldlt final : public Factorization {
           break;
         }
       return {Status::singular,
-              col >= 0 ? fmt::format("ldlt: zero pivot at column {}", col)
-                       : std::string("ldlt: zero pivot"),
+              col >= 0 ? fmt::format("ldlt: zero pivot at column {}", col) : std::string("ldlt: zero pivot"),
               col, col};
     }
     return {};
   }
 
-  SolveReport do_solve(std::span<const double> B, std::span<double> X, index_t nrhs,
-                       bool) const override {
+  SolveReport do_solve(std::span<const double> B, std::span<double> X, index_t nrhs, bool) const override {
     Eigen::Map<const Eigen::MatrixXd> b(B.data(), size(), nrhs);
     Eigen::Map<Eigen::MatrixXd> x(X.data(), size(), nrhs);
     x = solver_.solve(b);

@@ -1,14 +1,14 @@
 // The backend-independent half of fem::solve: phases and checks of Factorization, the factory,
 // iterative refinement, symmetry detection and the automatic choice of backend.
-#include <fem/solve/solve.hpp>
-#include <fem/solve/detail/backends.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <fem/solve/detail/backends.hpp>
+#include <fem/solve/solve.hpp>
 #include <limits>
 #include <optional>
-#include <fmt/format.h>
 
 #ifdef FEM_SOLVE_HAVE_METIS
 #include <metis.h>
@@ -23,21 +23,28 @@ std::atomic<std::int64_t> g_live_factor_bytes{0};
 void detail::add_live_factor_bytes(std::int64_t delta) noexcept {
   g_live_factor_bytes.fetch_add(delta, std::memory_order_relaxed);
 }
-std::int64_t live_factor_bytes() noexcept {
-  return g_live_factor_bytes.load(std::memory_order_relaxed);
-}
+std::int64_t live_factor_bytes() noexcept { return g_live_factor_bytes.load(std::memory_order_relaxed); }
 
 std::string_view to_string(Backend backend) noexcept {
   switch (backend) {
-    case Backend::automatic: return "automatic";
-    case Backend::cholmod: return "cholmod";
-    case Backend::umfpack: return "umfpack";
-    case Backend::klu: return "klu";
-    case Backend::ldlt: return "ldlt";
-    case Backend::lu: return "lu";
-    case Backend::mumps: return "mumps";
-    case Backend::gamg: return "gamg";
-    case Backend::hypre: return "hypre";
+    case Backend::automatic:
+      return "automatic";
+    case Backend::cholmod:
+      return "cholmod";
+    case Backend::umfpack:
+      return "umfpack";
+    case Backend::klu:
+      return "klu";
+    case Backend::ldlt:
+      return "ldlt";
+    case Backend::lu:
+      return "lu";
+    case Backend::mumps:
+      return "mumps";
+    case Backend::gamg:
+      return "gamg";
+    case Backend::hypre:
+      return "hypre";
   }
   return "?";
 }
@@ -71,29 +78,46 @@ bool distributed(Backend backend) noexcept {
 
 std::string_view to_string(Ordering ordering) noexcept {
   switch (ordering) {
-    case Ordering::automatic: return "automatic";
-    case Ordering::amd: return "amd";
-    case Ordering::colamd: return "colamd";
-    case Ordering::metis: return "metis";
-    case Ordering::natural: return "natural";
+    case Ordering::automatic:
+      return "automatic";
+    case Ordering::amd:
+      return "amd";
+    case Ordering::colamd:
+      return "colamd";
+    case Ordering::metis:
+      return "metis";
+    case Ordering::natural:
+      return "natural";
   }
   return "?";
 }
 
 std::string_view to_string(Status status) noexcept {
   switch (status) {
-    case Status::success: return "success";
-    case Status::not_analyzed: return "not_analyzed";
-    case Status::not_factorized: return "not_factorized";
-    case Status::singular: return "singular";
-    case Status::not_positive_definite: return "not_positive_definite";
-    case Status::non_finite_input: return "non_finite_input";
-    case Status::invalid_input: return "invalid_input";
-    case Status::out_of_memory: return "out_of_memory";
-    case Status::backend_error: return "backend_error";
-    case Status::incompatible: return "incompatible";
-    case Status::inaccurate: return "inaccurate";
-    case Status::too_large: return "too_large";
+    case Status::success:
+      return "success";
+    case Status::not_analyzed:
+      return "not_analyzed";
+    case Status::not_factorized:
+      return "not_factorized";
+    case Status::singular:
+      return "singular";
+    case Status::not_positive_definite:
+      return "not_positive_definite";
+    case Status::non_finite_input:
+      return "non_finite_input";
+    case Status::invalid_input:
+      return "invalid_input";
+    case Status::out_of_memory:
+      return "out_of_memory";
+    case Status::backend_error:
+      return "backend_error";
+    case Status::incompatible:
+      return "incompatible";
+    case Status::inaccurate:
+      return "inaccurate";
+    case Status::too_large:
+      return "too_large";
   }
   return "?";
 }
@@ -110,8 +134,10 @@ bool available(Backend backend) noexcept {
 #endif
     case Backend::mumps:
     case Backend::gamg:
-    case Backend::hypre: return false;
-    default: return true;
+    case Backend::hypre:
+      return false;
+    default:
+      return true;
   }
 }
 
@@ -218,8 +244,7 @@ std::vector<int> detail::metis_order(int n, const int* offsets, const int* indic
   METIS_SetDefaultOptions(options);
   if (cadj.empty()) cadj.push_back(0);  // METIS dislikes a null adjacency
   const int rc = METIS_NodeND(&nv, cxadj.data(), cadj.data(), nullptr, options,
-                              reinterpret_cast<idx_t*>(perm.data()),
-                              reinterpret_cast<idx_t*>(iperm.data()));
+                              reinterpret_cast<idx_t*>(perm.data()), reinterpret_cast<idx_t*>(iperm.data()));
   if (rc != METIS_OK) throw NumericalError(fmt::format("METIS_NodeND failed (code {})", rc));
   // METIS' `perm` is new → old: row k of the permuted matrix is row perm[k] of A.
   return perm;
@@ -237,8 +262,8 @@ Result detail::check_finite(const CsrMatrix& matrix) {
     if (!std::isfinite(values[p])) [[unlikely]] {
       const auto it = std::upper_bound(offsets.begin(), offsets.end(), static_cast<index_t>(p));
       const auto row = static_cast<index_t>(it - offsets.begin() - 1);
-      return {Status::non_finite_input,
-              fmt::format("matrix entry ({}, {}) is {}", row, cols[p], values[p]), row, cols[p]};
+      return {Status::non_finite_input, fmt::format("matrix entry ({}, {}) is {}", row, cols[p], values[p]),
+              row, cols[p]};
     }
   }
   return {};
@@ -318,9 +343,8 @@ Result Factorization::factorize(const CsrMatrix& matrix) {
   if (matrix.rows() != matrix.cols())
     throw DimensionMismatch(fmt::format("{}: cannot factorize a non-square {} x {} matrix",
                                         to_string(backend()), matrix.rows(), matrix.cols()));
-  const bool same_pattern =
-      symbolic_ && (symbolic_->pattern_ptr() == matrix.pattern_ptr() ||
-                    symbolic_->pattern().same_structure(matrix.pattern()));
+  const bool same_pattern = symbolic_ && (symbolic_->pattern_ptr() == matrix.pattern_ptr() ||
+                                          symbolic_->pattern().same_structure(matrix.pattern()));
   bool reused = same_pattern;
   if (!same_pattern) {
     analyze(matrix.pattern_ptr());
@@ -340,7 +364,8 @@ Result Factorization::factorize(const CsrMatrix& matrix) {
   if (null_space) {
     // Factorize the matrix with one unknown per null vector pinned (same pattern, nonsingular).
     std::optional<CsrMatrix> pinned;
-    status_ = detail::pin_null_space(matrix, *null_space, pinned_, pinned, /*declared=*/matrix.null_space() != nullptr);
+    status_ = detail::pin_null_space(matrix, *null_space, pinned_, pinned,
+                                     /*declared=*/matrix.null_space() != nullptr);
     if (status_.ok()) status_ = do_factorize(*pinned, refactor);
     if (status_.ok()) {
       null_space_ = std::move(null_space);
@@ -363,20 +388,19 @@ Result Factorization::factorize(const CsrMatrix& matrix) {
 
 Result Factorization::compute(const CsrMatrix& matrix) { return factorize(matrix); }
 
-SolveReport Factorization::checked_solve(std::span<const double> B, std::span<double> X,
-                                         index_t nrhs, bool transpose) const {
+SolveReport Factorization::checked_solve(std::span<const double> B, std::span<double> X, index_t nrhs,
+                                         bool transpose) const {
   FEM_EXPECTS(nrhs >= 0, "solve: negative number of right-hand sides {}", nrhs);
   const std::size_t want = static_cast<std::size_t>(n_) * static_cast<std::size_t>(nrhs);
   if (B.size() != want || X.size() != want)
-    throw DimensionMismatch(fmt::format(
-        "{} solve: the matrix is {} x {} with {} right-hand side(s), so b and x need {} "
-        "entries; b has {} and x has {}",
-        to_string(backend()), n_, n_, nrhs, want, B.size(), X.size()));
+    throw DimensionMismatch(
+        fmt::format("{} solve: the matrix is {} x {} with {} right-hand side(s), so b and x need {} "
+                    "entries; b has {} and x has {}",
+                    to_string(backend()), n_, n_, nrhs, want, B.size(), X.size()));
   if (!factorized_) {
     SolveReport r;
     r.status = status_.ok() ? Status::not_factorized : status_.status;
-    r.reason = status_.ok() ? "solve before a successful factorize()"
-                            : "no factorization: " + status_.reason;
+    r.reason = status_.ok() ? "solve before a successful factorize()" : "no factorization: " + status_.reason;
     return r;
   }
   if (nrhs == 0 || n_ == 0) return {};
@@ -416,8 +440,7 @@ SolveReport Factorization::solve(std::span<const double> b, std::span<double> x)
 SolveReport Factorization::solve_transpose(std::span<const double> b, std::span<double> x) const {
   return checked_solve(b, x, 1, true);
 }
-SolveReport Factorization::solve(std::span<const double> B, std::span<double> X,
-                                 index_t nrhs) const {
+SolveReport Factorization::solve(std::span<const double> B, std::span<double> X, index_t nrhs) const {
   return checked_solve(B, X, nrhs, false);
 }
 SolveReport Factorization::solve_transpose(std::span<const double> B, std::span<double> X,
@@ -441,15 +464,12 @@ class Automatic final : public Factorization {
  public:
   explicit Automatic(const Options& options) : Factorization(options) {}
   Backend backend() const noexcept override { return Backend::automatic; }
-  std::size_t factor_nonzeros() const noexcept override {
-    return inner_ ? inner_->factor_nonzeros() : 0;
-  }
+  std::size_t factor_nonzeros() const noexcept override { return inner_ ? inner_->factor_nonzeros() : 0; }
   std::size_t bytes() const noexcept override { return inner_ ? inner_->bytes() : 0; }
   Backend chosen() const noexcept { return inner_ ? inner_->backend() : Backend::automatic; }
 
  protected:
-  std::shared_ptr<const Symbolic> do_analyze(std::shared_ptr<const CsrPattern> pattern,
-                                             Ordering) override {
+  std::shared_ptr<const Symbolic> do_analyze(std::shared_ptr<const CsrPattern> pattern, Ordering) override {
     inner_.reset();
     return std::make_shared<PatternOnly>(std::move(pattern));
   }
@@ -493,9 +513,12 @@ std::unique_ptr<Factorization> make_factorization(Backend backend, const Options
   o.backend = backend;
   if (!available(o.ordering)) throw NotCompiled("METIS", "the metis ordering");
   switch (backend) {
-    case Backend::automatic: return detail::make_automatic(o);
-    case Backend::ldlt: return detail::make_ldlt(o);
-    case Backend::lu: return detail::make_lu(o);
+    case Backend::automatic:
+      return detail::make_automatic(o);
+    case Backend::ldlt:
+      return detail::make_ldlt(o);
+    case Backend::lu:
+      return detail::make_lu(o);
     case Backend::cholmod:
     case Backend::umfpack:
     case Backend::klu:
@@ -509,9 +532,10 @@ std::unique_ptr<Factorization> make_factorization(Backend backend, const Options
     case Backend::mumps:
     case Backend::gamg:
     case Backend::hypre:
-      throw InvalidArgument(fmt::format("{} is a distributed solver of fem::dist (fem::dist::make_solver), not a "
-                                        "factorization of one process",
-                                        to_string(backend)));
+      throw InvalidArgument(
+          fmt::format("{} is a distributed solver of fem::dist (fem::dist::make_solver), not a "
+                      "factorization of one process",
+                      to_string(backend)));
   }
   throw InvalidArgument("make_factorization: unknown backend");
 }
@@ -545,12 +569,12 @@ void measure_accuracy(const CsrMatrix& matrix, std::span<const double> scale, st
 }
 }  // namespace
 
-SolveReport refine(const Factorization& factorization, const CsrMatrix& matrix,
-                   std::span<const double> b, std::span<double> x, int steps, bool transpose) {
+SolveReport refine(const Factorization& factorization, const CsrMatrix& matrix, std::span<const double> b,
+                   std::span<double> x, int steps, bool transpose) {
   const auto n = static_cast<std::size_t>(matrix.rows());
   if (b.size() != n || x.size() != n)
-    throw DimensionMismatch(fmt::format("refine: matrix {} x {}, b has {}, x has {}",
-                                        matrix.rows(), matrix.cols(), b.size(), x.size()));
+    throw DimensionMismatch(fmt::format("refine: matrix {} x {}, b has {}, x has {}", matrix.rows(),
+                                        matrix.cols(), b.size(), x.size()));
   std::vector<double> r(n), dx(n);
   double bnorm = 0;
   for (double v : b) bnorm += v * v;

@@ -1,16 +1,17 @@
 // The LinearSolver contract (counters, when to check the residual, the report) and its serial
 // implementation through the store's factorization cache.
-#include <fem/solve/linear_solver.hpp>
-#include <fem/solve/detail/backends.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
-#include <fmt/format.h>
+#include <fem/solve/detail/backends.hpp>
+#include <fem/solve/linear_solver.hpp>
 
 namespace fem::solve {
 
 LinearSolver::~LinearSolver() = default;
 
 void LinearSolver::factorize(Store& store, const std::string& key) {
+  store_ = nullptr;  // until it succeeds: a solve after a failed factorization is refused
   const bool computed = do_factorize(store, key);
   store_ = &store;
   key_ = key;
@@ -24,7 +25,8 @@ void LinearSolver::factorize(Store& store, const std::string& key) {
 
 SolveReport LinearSolver::run(std::span<const double> B, std::span<double> X, index_t nrhs, bool transpose,
                               Sums sums) {
-  FEM_EXPECTS(store_ != nullptr, "LinearSolver: solve before factorize()");
+  FEM_EXPECTS(store_ != nullptr,
+              "LinearSolver: solve without a factorization (none made yet, or the last failed)");
   const bool check = !checked_ || options_.residual_check == ResidualCheck::every_solve;
   SolveReport r = do_solve(B, X, nrhs, transpose, sums, check);
   store_->count("solve.solves");
@@ -68,9 +70,12 @@ namespace {
 
 std::string_view method_of(const Factorization& f) {
   switch (f.backend()) {
-    case Backend::cholmod: return "cholesky";
-    case Backend::ldlt: return "ldlt";
-    default: return "lu";
+    case Backend::cholmod:
+      return "cholesky";
+    case Backend::ldlt:
+      return "ldlt";
+    default:
+      return "lu";
   }
 }
 
@@ -105,8 +110,8 @@ class SerialSolver final : public LinearSolver {
     SolveReport r = detail::checked_solve(*factor_, matrix_.get(), B, X, nrhs, transpose, options(), check);
     // The matrix serves the residual checks only: after the first, it goes (a lagged Newton
     // Jacobian is not kept alive beside its successor).
-    if (r && check && options().residual_check == ResidualCheck::first_solve && options().refinement_steps == 0 &&
-        !options().compute_residual)
+    if (r && check && options().residual_check == ResidualCheck::first_solve &&
+        options().refinement_steps == 0 && !options().compute_residual)
       matrix_.reset();
     return r;
   }

@@ -17,14 +17,13 @@
 #pragma once
 
 #include <cstdint>
+#include <fem/layout.hpp>
+#include <fem/solve/solve.hpp>
+#include <fem/store.hpp>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <fem/layout.hpp>
-#include <fem/solve/solve.hpp>
-#include <fem/store.hpp>
 
 namespace fem::solve {
 
@@ -35,7 +34,7 @@ struct SolverReport {
   Ordering ordering = Ordering::automatic;  ///< of a serial factorization
   std::int64_t factor_nonzeros = 0;         ///< of a serial factorization
   int processes = 1;
-  int iterations = 0;                ///< of the last solve (Krylov methods; 0 for direct solves)
+  int iterations = 0;  ///< of the last solve (Krylov methods; 0 for direct solves)
   std::int64_t total_iterations = 0;
   std::int64_t factorizations = 0;   ///< numeric factorizations (preconditioner setups) made for it
   std::int64_t solves = 0;           ///< solve calls

@@ -1,12 +1,12 @@
 // Singular matrices with a null space: detecting the constants of a pure Neumann problem, and
 // pinning one unknown per null vector so that the same pattern factorizes.
-#include <fem/solve/detail/backends.hpp>
-#include <fem/solve/solve.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <fem/solve/detail/backends.hpp>
+#include <fem/solve/solve.hpp>
 #include <limits>
-#include <fmt/format.h>
 
 namespace fem::solve {
 
@@ -39,14 +39,18 @@ SolveReport detail::make_data_compatible(const NullSpace& null_space, std::span<
         double sum = 0;
         for (std::size_t i = 0; i < n; ++i) sum += null_space.vector(0)[i] * column[i];
         r.reason = fmt::format(
-            "without a Dirichlet condition the constants are free, and the problem has a solution only if the "
+            "without a Dirichlet condition the constants are free, and the problem has a solution only if "
+            "the "
             "data balance (∫f + ∫g = 0), but ∫f + ∫g = {:.6g}{} (relative defect {:.3g} > tolerance {:.3g}): "
-            "impose a Dirichlet condition on some boundary, or give a source and fluxes whose integrals cancel",
+            "impose a Dirichlet condition on some boundary, or give a source and fluxes whose integrals "
+            "cancel",
             sum, which, defect, tolerance);
       } else {
         r.reason = fmt::format(
-            "the constraints leave rigid motions free ({}) and the loads are not in equilibrium against them{} "
-            "(relative defect {:.3g} > tolerance {:.3g}): stop them with Dirichlet conditions, or balance the loads",
+            "the constraints leave rigid motions free ({}) and the loads are not in equilibrium against "
+            "them{} "
+            "(relative defect {:.3g} > tolerance {:.3g}): stop them with Dirichlet conditions, or balance "
+            "the loads",
             null_space.description(), which, defect, tolerance);
       }
       (void)backend;
@@ -73,7 +77,8 @@ std::shared_ptr<const NullSpace> detail::constant_null_space(const CsrMatrix& ma
     // Zero up to the rounding of the assembled entries (each a sum of element contributions):
     // a regular matrix such as M + dt K with dt = 1e9 (a relative row sum of 1e-11) is no
     // Neumann matrix. Most matrices leave at their first rows.
-    const double rounding = 64 * std::numeric_limits<double>::epsilon() * static_cast<double>(off[r + 1] - off[r]);
+    const double rounding =
+        64 * std::numeric_limits<double>::epsilon() * static_cast<double>(off[r + 1] - off[r]);
     if (std::abs(sum) > rounding * size) return nullptr;
     nonzero = nonzero || size > 0;
   }
@@ -82,8 +87,8 @@ std::shared_ptr<const NullSpace> detail::constant_null_space(const CsrMatrix& ma
                                            std::vector<std::string>{"constant"});
 }
 
-Result detail::pin_null_space(const CsrMatrix& matrix, const NullSpace& null_space, std::vector<index_t>& pinned,
-                              std::optional<CsrMatrix>& out, bool declared) {
+Result detail::pin_null_space(const CsrMatrix& matrix, const NullSpace& null_space,
+                              std::vector<index_t>& pinned, std::optional<CsrMatrix>& out, bool declared) {
   const CsrPattern& pattern = matrix.pattern();
   const auto n = static_cast<std::size_t>(matrix.rows());
   const int k = null_space.dimension();
@@ -93,9 +98,10 @@ Result detail::pin_null_space(const CsrMatrix& matrix, const NullSpace& null_spa
                                         matrix.rows(), matrix.cols()));
   if (declared) {
     if (!is_symmetric(matrix))
-      return {Status::invalid_input,
-              fmt::format("a null space ({}) is supported for symmetric matrices only", null_space.description()),
-              -1, -1};
+      return {
+          Status::invalid_input,
+          fmt::format("a null space ({}) is supported for symmetric matrices only", null_space.description()),
+          -1, -1};
     // A declared null vector must be one, judged on the Jacobi-scaled matrix (units and coefficient
     // contrasts do not matter): ‖S⁻¹Az‖ ≤ 1e-8 ‖Sz‖.
     const std::vector<double> scale = jacobi_scale(matrix);
@@ -122,7 +128,8 @@ Result detail::pin_null_space(const CsrMatrix& matrix, const NullSpace& null_spa
   std::vector<double> Z(n * static_cast<std::size_t>(k));
   for (int j = 0; j < k; ++j) std::copy_n(null_space.vector(j).begin(), n, Z.begin() + j * n);
   std::vector<std::int64_t> diagonal(n);
-  for (std::size_t i = 0; i < n; ++i) diagonal[i] = pattern.find(static_cast<index_t>(i), static_cast<index_t>(i));
+  for (std::size_t i = 0; i < n; ++i)
+    diagonal[i] = pattern.find(static_cast<index_t>(i), static_cast<index_t>(i));
   std::vector<char> taken(n, 0);
   for (int j = 0; j < k; ++j) {
     const double* zj = Z.data() + j * n;
@@ -134,11 +141,12 @@ Result detail::pin_null_space(const CsrMatrix& matrix, const NullSpace& null_spa
         best = i;
       }
     if (best == n || best_value <= 1e-12 * norm2({zj, n}))
-      return {Status::invalid_input,
-              fmt::format("the null vector '{}' vanishes on every unknown with a stored diagonal: it cannot be "
-                          "pinned",
-                          null_space.name(j)),
-              -1, -1};
+      return {
+          Status::invalid_input,
+          fmt::format("the null vector '{}' vanishes on every unknown with a stored diagonal: it cannot be "
+                      "pinned",
+                      null_space.name(j)),
+          -1, -1};
     taken[best] = 1;
     pinned.push_back(static_cast<index_t>(best));
     for (int c = j + 1; c < k; ++c) {

@@ -5,16 +5,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <fem/csr.hpp>
+#include <fem/error.hpp>
+#include <fem/null_space.hpp>
+#include <fem/store.hpp>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fem/csr.hpp>
-#include <fem/error.hpp>
-#include <fem/null_space.hpp>
-#include <fem/store.hpp>
 
 namespace fem::solve {
 
@@ -109,16 +108,16 @@ enum class Status {
   invalid_input,          ///< e.g. an unsymmetric matrix given to a symmetric backend
   out_of_memory,
   backend_error,
-  incompatible,           ///< b is not in the range of a singular matrix (data vs its null space)
-  inaccurate,             ///< the relative residual exceeds Options::max_relative_residual
-  too_large,              ///< the predicted factor does not fit in the memory available
+  incompatible,  ///< b is not in the range of a singular matrix (data vs its null space)
+  inaccurate,    ///< the relative residual exceeds Options::max_relative_residual
+  too_large,     ///< the predicted factor does not fit in the memory available
 };
 std::string_view to_string(Status status) noexcept;
 
 struct Result {
   Status status = Status::success;
-  std::string reason;      ///< empty on success
-  index_t row = -1;        ///< where it went wrong, -1 when unknown
+  std::string reason;  ///< empty on success
+  index_t row = -1;    ///< where it went wrong, -1 when unknown
   index_t column = -1;
   bool ok() const noexcept { return status == Status::success; }
   explicit operator bool() const noexcept { return ok(); }
@@ -254,9 +253,8 @@ std::unique_ptr<Factorization> factorize(const CsrMatrix& matrix, const Options&
 
 /// Iterative refinement of x (already a solution of A x = b, or of Aᵀ x = b) with `steps`
 /// steps; reports the final relative residual, backward error and amplification (SolveReport).
-SolveReport refine(const Factorization& factorization, const CsrMatrix& matrix,
-                   std::span<const double> b, std::span<double> x, int steps,
-                   bool transpose = false);
+SolveReport refine(const Factorization& factorization, const CsrMatrix& matrix, std::span<const double> b,
+                   std::span<double> x, int steps, bool transpose = false);
 
 /// Symmetric in pattern and values (missing entries count as 0), to a relative tolerance.
 bool is_symmetric(const CsrMatrix& matrix, double relative_tolerance = 1e-13);
@@ -275,8 +273,7 @@ std::string factor_key(std::string_view key, const Options& options = {});
 /// derived from `key`'s version. Throws NumericalError when the matrix cannot be factorized.
 std::shared_ptr<const Factorization> factorization(Store& store, const std::string& key,
                                                    const Options& options = {});
-std::shared_ptr<const Factorization> factorization(const std::string& key,
-                                                   const Options& options = {});
+std::shared_ptr<const Factorization> factorization(const std::string& key, const Options& options = {});
 /// The same, recycling `retired`: when a new factorization is needed and `retired` is the last
 /// holder of a factorization of the same pattern with the same backend (e.g. the previous
 /// Newton iteration's, dropped from the store when its matrix was replaced), the new values are
@@ -290,24 +287,22 @@ std::shared_ptr<const Factorization> factorization(Store& store, const std::stri
 /// x with A x = b, A the matrix under `key`. Throws NumericalError on failure.
 std::vector<double> solve(Store& store, const std::string& key, std::span<const double> b,
                           const Options& options = {});
-std::vector<double> solve(const std::string& key, std::span<const double> b,
-                          const Options& options = {});
+std::vector<double> solve(const std::string& key, std::span<const double> b, const Options& options = {});
 /// Into x, returning the report (refinement, residual) instead of throwing on trouble.
-SolveReport solve(Store& store, const std::string& key, std::span<const double> b,
-                  std::span<double> x, const Options& options = {});
+SolveReport solve(Store& store, const std::string& key, std::span<const double> b, std::span<double> x,
+                  const Options& options = {});
 /// x with Aᵀ x = b, from the same factorization.
-std::vector<double> solve_transpose(Store& store, const std::string& key,
-                                    std::span<const double> b, const Options& options = {});
+std::vector<double> solve_transpose(Store& store, const std::string& key, std::span<const double> b,
+                                    const Options& options = {});
 std::vector<double> solve_transpose(const std::string& key, std::span<const double> b,
                                     const Options& options = {});
 /// Block solves: B column-major n × nrhs.
-std::vector<double> solve_block(Store& store, const std::string& key, std::span<const double> B,
-                                index_t nrhs, const Options& options = {});
+std::vector<double> solve_block(Store& store, const std::string& key, std::span<const double> B, index_t nrhs,
+                                const Options& options = {});
 std::vector<double> solve_block(const std::string& key, std::span<const double> B, index_t nrhs,
                                 const Options& options = {});
-std::vector<double> solve_transpose_block(Store& store, const std::string& key,
-                                          std::span<const double> B, index_t nrhs,
-                                          const Options& options = {});
+std::vector<double> solve_transpose_block(Store& store, const std::string& key, std::span<const double> B,
+                                          index_t nrhs, const Options& options = {});
 
 }  // namespace fem::solve
 

@@ -12,10 +12,10 @@ namespace fem::gpu::detail {
 
 /// Scalars the kernels maintain, in executor memory next to the table.
 struct Counters {
-  unsigned long long size = 0;       ///< keys in the table
-  unsigned long long base = 0;       ///< size before the running insert_unique batch
-  unsigned int max_probe = 0;        ///< longest probe sequence since the last rebuild
-  unsigned int full = 0;             ///< an insert found no free slot
+  unsigned long long size = 0;  ///< keys in the table
+  unsigned long long base = 0;  ///< size before the running insert_unique batch
+  unsigned int max_probe = 0;   ///< longest probe sequence since the last rebuild
+  unsigned int full = 0;        ///< an insert found no free slot
 };
 
 template <class K, class V>

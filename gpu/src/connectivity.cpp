@@ -27,17 +27,19 @@ void check_pattern_size(std::size_t nnz_nodes, int block_size) {
 
 Connectivity build_connectivity(const Executor& exec, std::span<const index_t> cell_nodes, int nodes_per_cell,
                                 index_t num_nodes, int block_size) {
-  FEM_EXPECTS(nodes_per_cell >= 1 && nodes_per_cell <= 64, "nodes per cell must be in 1..64, got {}", nodes_per_cell);
+  FEM_EXPECTS(nodes_per_cell >= 1 && nodes_per_cell <= 64, "nodes per cell must be in 1..64, got {}",
+              nodes_per_cell);
   FEM_EXPECTS(block_size >= 1 && block_size <= 8, "block size must be in 1..8, got {}", block_size);
   FEM_EXPECTS(num_nodes >= 1, "a DOF map needs at least one node");
-  FEM_EXPECTS(cell_nodes.size() % nodes_per_cell == 0, "{} cell node indices are not a multiple of {} per cell",
-              cell_nodes.size(), nodes_per_cell);
+  FEM_EXPECTS(cell_nodes.size() % nodes_per_cell == 0,
+              "{} cell node indices are not a multiple of {} per cell", cell_nodes.size(), nodes_per_cell);
   for (std::size_t i = 0; i < cell_nodes.size(); ++i)
     FEM_EXPECTS(cell_nodes[i] >= 0 && cell_nodes[i] < num_nodes, "cell {} refers to node {}, outside 0..{}",
                 i / nodes_per_cell, cell_nodes[i], num_nodes - 1);
   if (exec.kind() == Executor::Kind::cuda)
     return detail::build_connectivity_cuda(exec, cell_nodes, nodes_per_cell, num_nodes, block_size);
-  return detail::build_connectivity_impl<detail::HostLaunch>(exec, cell_nodes, nodes_per_cell, num_nodes, block_size);
+  return detail::build_connectivity_impl<detail::HostLaunch>(exec, cell_nodes, nodes_per_cell, num_nodes,
+                                                             block_size);
 }
 
 EdgeNumbering number_edges(const Executor& exec, const Mesh& mesh) {

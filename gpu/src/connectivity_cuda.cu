@@ -13,7 +13,8 @@ EdgeNumbering number_edges_cuda(const Executor& exec, const Mesh& mesh, const Ed
   return number_edges_impl<CudaLaunch>(exec, mesh, et);
 }
 
-BoundaryFacets boundary_facets_cuda(const Executor& exec, const Mesh& mesh, const FacetTable& ft, bool wide_keys) {
+BoundaryFacets boundary_facets_cuda(const Executor& exec, const Mesh& mesh, const FacetTable& ft,
+                                    bool wide_keys) {
   return wide_keys ? boundary_facets_impl<CudaLaunch, Key128>(exec, mesh, ft)
                    : boundary_facets_impl<CudaLaunch, std::uint64_t>(exec, mesh, ft);
 }

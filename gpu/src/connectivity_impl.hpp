@@ -100,17 +100,24 @@ inline std::size_t pair_table_capacity(std::size_t nkeys, int npc, std::size_t n
 template <class F>
 void with_nodes_per_cell(int npc, F&& f) {
   switch (npc) {
-    case 3: return f.template operator()<3>();
-    case 4: return f.template operator()<4>();
-    case 6: return f.template operator()<6>();
-    case 8: return f.template operator()<8>();
-    case 10: return f.template operator()<10>();
-    default: return f.template operator()<0>();
+    case 3:
+      return f.template operator()<3>();
+    case 4:
+      return f.template operator()<4>();
+    case 6:
+      return f.template operator()<6>();
+    case 8:
+      return f.template operator()<8>();
+    case 10:
+      return f.template operator()<10>();
+    default:
+      return f.template operator()<0>();
   }
 }
 
 /// Step 1 of the pattern build: every pair of distinct nodes of every cell into the table, as
-/// (larger, smaller) or (smaller, larger): the first node owns the pair's row-local window. *full is set when an insert gave up; the remaining cells then stop early.
+/// (larger, smaller) or (smaller, larger): the first node owns the pair's row-local window. *full is set when
+/// an insert gave up; the remaining cells then stop early.
 template <class Launch, int NPC>
 void insert_cell_pairs(const Executor& exec, const index_t* cells, std::size_t nc, int npc_run,
                        TableRef<std::uint64_t, std::uint32_t> t, bool larger_first, std::uint32_t* full,
@@ -137,8 +144,8 @@ void insert_cell_pairs(const Executor& exec, const index_t* cells, std::size_t n
 /// pos[j] = the position of nodes[j] in the sorted row cols[b, e), where present: the launch
 /// policy's vectorised scan when it has one, else one column at a time, branch-free.
 template <class Launch>
-FEM_HD_INLINE void row_positions(const index_t* cols, index_t b, index_t e, index_t end, const index_t* nodes, int m,
-                                 index_t* pos) {
+FEM_HD_INLINE void row_positions(const index_t* cols, index_t b, index_t e, index_t end, const index_t* nodes,
+                                 int m, index_t* pos) {
   if constexpr (Launch::has_row_positions) {
     Launch::row_positions(cols, b, e, end, nodes, m, pos);
   } else {
@@ -153,8 +160,8 @@ FEM_HD_INLINE void row_positions(const index_t* cols, index_t b, index_t e, inde
 /// cell is component ca of its node a; row (node r, component c) starts at
 /// off[r]*bs*bs + c*len(r)*bs.
 template <class Launch, int NPC>
-void cell_slots(const Executor& exec, const index_t* cells, std::size_t nc, int npc_run, int bs, const index_t* off,
-                const index_t* cols, index_t nnz, index_t* out) {
+void cell_slots(const Executor& exec, const index_t* cells, std::size_t nc, int npc_run, int bs,
+                const index_t* off, const index_t* cols, index_t nnz, index_t* out) {
   Launch::for_each(exec, nc, [=] FEM_HD(std::size_t c) {
     const int npc = NPC ? NPC : npc_run;
     const int n = npc * bs;
@@ -294,15 +301,16 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
   const int n = npc * bs;
   Output<index_t> slots(exec, nc * n * n);
   with_nodes_per_cell(npc, [&]<int NPC>() {
-    cell_slots<Launch, NPC>(exec, cells, nc, npc, bs, off, cols, static_cast<index_t>(nnz_nodes), slots.get());
+    cell_slots<Launch, NPC>(exec, cells, nc, npc, bs, off, cols, static_cast<index_t>(nnz_nodes),
+                            slots.get());
   });
 
   // 5. The pattern: for bs = 1 the node pattern itself (already in the outputs), else expanded.
   Connectivity result;
   const std::size_t nrows = nn * bs;
   if (bs == 1) {
-    result.pattern =
-        std::make_shared<const CsrPattern>(CsrPattern::trusted(num_nodes, num_nodes, offsets_out.take(), cols_out.take()));
+    result.pattern = std::make_shared<const CsrPattern>(
+        CsrPattern::trusted(num_nodes, num_nodes, offsets_out.take(), cols_out.take()));
   } else {
     Output<index_t> row_offsets(exec, nrows + 1), col_indices(exec, nnz_nodes * bs * bs);
     const index_t* nc_cols = node_cols.data();
@@ -321,8 +329,8 @@ Connectivity build_connectivity_impl(const Executor& exec, std::span<const index
       if (r + 1 == nn) ro[nrows] = total;
     });
     const auto rows = static_cast<index_t>(nrows);
-    result.pattern =
-        std::make_shared<const CsrPattern>(CsrPattern::trusted(rows, rows, row_offsets.take(), col_indices.take()));
+    result.pattern = std::make_shared<const CsrPattern>(
+        CsrPattern::trusted(rows, rows, row_offsets.take(), col_indices.take()));
   }
   result.element_slots = slots.take();
   result.dofs_per_cell = n;
@@ -416,8 +424,8 @@ FEM_HD_INLINE K facet_key(const index_t* v, const int* local, int nv) {
 }
 
 // The boundary facets' arrays, once written, as the builders return them.
-inline BoundaryFacets boundary_facets(Output<index_t>& vertices, Output<index_t>& cell, Output<std::int8_t>& local,
-                                      int nv, std::size_t nfacets) {
+inline BoundaryFacets boundary_facets(Output<index_t>& vertices, Output<index_t>& cell,
+                                      Output<std::int8_t>& local, int nv, std::size_t nfacets) {
   BoundaryFacets out;
   out.vertices = vertices.take();
   out.cell = cell.take();

@@ -12,7 +12,8 @@ std::shared_ptr<GpuContext> make_cuda_context(int) {
 }
 
 bool cuda_available(std::string* reason) noexcept {
-  if (reason) *reason = "this build of fem has no CUDA support (configure with -DFEM_ENABLE_CUDA=ON and nvcc)";
+  if (reason)
+    *reason = "this build of fem has no CUDA support (configure with -DFEM_ENABLE_CUDA=ON and nvcc)";
   return false;
 }
 

@@ -5,15 +5,16 @@
 #include <cuda_runtime.h>
 
 namespace fem::gpu::detail {
-[[noreturn]] void throw_cuda_error(const char* call, const char* name, const char* text, const char* file, int line);
+[[noreturn]] void throw_cuda_error(const char* call, const char* name, const char* text, const char* file,
+                                   int line);
 [[noreturn]] void throw_no_such_device(int device, int count);
-}
+}  // namespace fem::gpu::detail
 
-#define FEM_CUDA_TRY(call)                                                                       \
-  do {                                                                                           \
-    const cudaError_t fem_cuda_status_ = (call);                                                 \
-    if (fem_cuda_status_ != cudaSuccess)                                                         \
-      ::fem::gpu::detail::throw_cuda_error(#call, cudaGetErrorName(fem_cuda_status_),            \
+#define FEM_CUDA_TRY(call)                                                                            \
+  do {                                                                                                \
+    const cudaError_t fem_cuda_status_ = (call);                                                      \
+    if (fem_cuda_status_ != cudaSuccess)                                                              \
+      ::fem::gpu::detail::throw_cuda_error(#call, cudaGetErrorName(fem_cuda_status_),                 \
                                            cudaGetErrorString(fem_cuda_status_), __FILE__, __LINE__); \
   } while (false)
 

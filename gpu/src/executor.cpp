@@ -28,9 +28,13 @@ class HostContext final : public GpuContext {
     return p;
   }
   void deallocate(void* ptr) noexcept override { std::free(ptr); }
-  void copy_to_device(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
   void copy_to_host(void* dst, const void* src, std::size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void copy_on_device(void* dst, const void* src, std::size_t bytes) override { std::memmove(dst, src, bytes); }
+  void copy_on_device(void* dst, const void* src, std::size_t bytes) override {
+    std::memmove(dst, src, bytes);
+  }
   void fill_bytes(void* dst, int byte, std::size_t bytes) override { std::memset(dst, byte, bytes); }
   void synchronize() override {}
   void* stream() const noexcept override { return nullptr; }
@@ -55,28 +59,34 @@ Executor Executor::host() {
   return Executor(Kind::host, context);
 }
 
-Executor Executor::debug_device() { return Executor(Kind::debug_device, std::make_shared<HostContext>(true)); }
+Executor Executor::debug_device() {
+  return Executor(Kind::debug_device, std::make_shared<HostContext>(true));
+}
 
 Executor Executor::cuda(int device) { return Executor(Kind::cuda, make_cuda_context(device)); }
 
 Executor Executor::cuda(std::shared_ptr<GpuContext> context) {
   FEM_EXPECTS(context != nullptr, "Executor::cuda needs a context");
-  FEM_EXPECTS(!context->on_host(), "Executor::cuda was given a host context; use Executor::host() or debug_device()");
+  FEM_EXPECTS(!context->on_host(),
+              "Executor::cuda was given a host context; use Executor::host() or debug_device()");
   return Executor(Kind::cuda, std::move(context));
 }
 
 namespace detail {
 void check_transfer(const char* what, std::size_t offset, std::size_t count, std::size_t size) {
-  FEM_EXPECTS(offset + count <= size, "{} of {} values at offset {} does not fit a buffer of {}", what, count, offset,
-              size);
+  FEM_EXPECTS(offset + count <= size, "{} of {} values at offset {} does not fit a buffer of {}", what, count,
+              offset, size);
 }
 }  // namespace detail
 
 std::string Executor::name() const {
   switch (kind_) {
-    case Kind::host: return "host";
-    case Kind::debug_device: return "debug-device";
-    case Kind::cuda: return "cuda (" + context_->properties().name + ")";
+    case Kind::host:
+      return "host";
+    case Kind::debug_device:
+      return "debug-device";
+    case Kind::cuda:
+      return "cuda (" + context_->properties().name + ")";
   }
   return "?";
 }

@@ -5,9 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "fem/error.hpp"
-
 #include "backend.hpp"
+#include "fem/error.hpp"
 
 namespace fem::gpu {
 
@@ -16,8 +15,8 @@ using detail::TableRef;
 
 template <class K, class V>
 struct HashTable<K, V>::Impl {
-  static constexpr double hard_load = 0.9;                 // never fill beyond this within a chunk
-  static constexpr std::size_t staging_chunk = 1u << 22;   // keys per copy for separate memory
+  static constexpr double hard_load = 0.9;                // never fill beyond this within a chunk
+  static constexpr std::size_t staging_chunk = 1u << 22;  // keys per copy for separate memory
   static constexpr std::uint64_t max_capacity = std::uint64_t{1} << 31;
 
   Executor exec;
@@ -30,7 +29,8 @@ struct HashTable<K, V>::Impl {
   std::uint32_t rebuilds = 0;
 
   Impl(Executor e, std::size_t expected, Options o) : exec(std::move(e)), options(o) {
-    FEM_EXPECTS(o.max_load > 0.0 && o.max_load <= 0.9, "hash table max_load {} is outside (0, 0.9]", o.max_load);
+    FEM_EXPECTS(o.max_load > 0.0 && o.max_load <= 0.9, "hash table max_load {} is outside (0, 0.9]",
+                o.max_load);
     FEM_EXPECTS(o.max_probe >= 1, "hash table max_probe must be at least 1");
     backend = exec.kind() == Executor::Kind::cuda ? detail::make_cuda_backend<K, V>(exec)
                                                   : detail::make_host_backend<K, V>(exec);
@@ -44,8 +44,8 @@ struct HashTable<K, V>::Impl {
   std::uint64_t capacity_for(std::size_t n) const {
     std::uint64_t cap = 1024;
     while (static_cast<double>(cap) * options.max_load < static_cast<double>(n)) cap *= 2;
-    FEM_EXPECTS(cap <= max_capacity, "hash table for {} keys would need {} slots; at most {} are supported", n, cap,
-                max_capacity);
+    FEM_EXPECTS(cap <= max_capacity, "hash table for {} keys would need {} slots; at most {} are supported",
+                n, cap, max_capacity);
     return cap;
   }
 
@@ -62,7 +62,8 @@ struct HashTable<K, V>::Impl {
     counters.download({&c, 1});
     exec.context().synchronize();
     if (c.full)
-      throw Error("hash table overflow: an _async insert found the table full; reserve() enough capacity first");
+      throw Error(
+          "hash table overflow: an _async insert found the table full; reserve() enough capacity first");
     return c;
   }
 
@@ -111,7 +112,8 @@ struct HashTable<K, V>::Impl {
 
   static void check_keys(std::span<const K> keys) {
     for (std::size_t i = 0; i < keys.size(); ++i)
-      FEM_EXPECTS(detail::KeyTraits<K>::valid(keys[i]), "hash table key {} uses a reserved (all-ones) value", i);
+      FEM_EXPECTS(detail::KeyTraits<K>::valid(keys[i]), "hash table key {} uses a reserved (all-ones) value",
+                  i);
   }
 };
 
@@ -132,7 +134,8 @@ HashTable<K, V>& HashTable<K, V>::operator=(HashTable&&) noexcept = default;
 
 template <class K, class V>
 void HashTable<K, V>::insert(std::span<const K> keys, std::span<const V> values) {
-  FEM_EXPECTS(keys.size() == values.size(), "hash table insert: {} keys but {} values", keys.size(), values.size());
+  FEM_EXPECTS(keys.size() == values.size(), "hash table insert: {} keys but {} values", keys.size(),
+              values.size());
   Impl& s = *impl_;
   Impl::check_keys(keys);
   DeviceBuffer<K> k_stage;
@@ -141,21 +144,25 @@ void HashTable<K, V>::insert(std::span<const K> keys, std::span<const V> values)
     k_stage = DeviceBuffer<K>(s.exec, std::min(keys.size(), Impl::staging_chunk));
     v_stage = DeviceBuffer<V>(s.exec, k_stage.size());
   }
-  s.for_chunks(keys.size(), [&](std::size_t off, std::size_t m) {
-    const K* kp = keys.data() + off;
-    const V* vp = values.data() + off;
-    if (s.exec.separate_memory()) {
-      k_stage.upload(keys.subspan(off, m));
-      v_stage.upload(values.subspan(off, m));
-      kp = k_stage.data();
-      vp = v_stage.data();
-    }
-    s.backend->insert(s.ref(), s.counters.data(), kp, vp, m);
-  }, /*staged=*/true);
+  s.for_chunks(
+      keys.size(),
+      [&](std::size_t off, std::size_t m) {
+        const K* kp = keys.data() + off;
+        const V* vp = values.data() + off;
+        if (s.exec.separate_memory()) {
+          k_stage.upload(keys.subspan(off, m));
+          v_stage.upload(values.subspan(off, m));
+          kp = k_stage.data();
+          vp = v_stage.data();
+        }
+        s.backend->insert(s.ref(), s.counters.data(), kp, vp, m);
+      },
+      /*staged=*/true);
 }
 
 template <class K, class V>
-void HashTable<K, V>::insert_unique(std::span<const K> keys, std::span<V> ids, std::span<std::uint8_t> is_new) {
+void HashTable<K, V>::insert_unique(std::span<const K> keys, std::span<V> ids,
+                                    std::span<std::uint8_t> is_new) {
   FEM_EXPECTS(ids.size() == keys.size(), "hash table insert_unique: {} keys but room for {} ids", keys.size(),
               ids.size());
   FEM_EXPECTS(is_new.empty() || is_new.size() == keys.size(),
@@ -173,23 +180,27 @@ void HashTable<K, V>::insert_unique(std::span<const K> keys, std::span<V> ids, s
     id_stage = DeviceBuffer<V>(s.exec, m);
     if (!is_new.empty()) new_stage = DeviceBuffer<std::uint8_t>(s.exec, m);
   }
-  s.for_chunks(keys.size(), [&](std::size_t off, std::size_t m) {
-    if (staged) {
-      k_stage.upload(keys.subspan(off, m));
-      s.backend->insert_unique(s.ref(), s.counters.data(), k_stage.data(), m, id_stage.data(),
-                               is_new.empty() ? nullptr : new_stage.data());
-      id_stage.download(ids.subspan(off, m));
-      if (!is_new.empty()) new_stage.download(is_new.subspan(off, m));
-    } else {
-      s.backend->insert_unique(s.ref(), s.counters.data(), keys.data() + off, m, ids.data() + off,
-                               is_new.empty() ? nullptr : is_new.data() + off);
-    }
-  }, /*staged=*/true);
+  s.for_chunks(
+      keys.size(),
+      [&](std::size_t off, std::size_t m) {
+        if (staged) {
+          k_stage.upload(keys.subspan(off, m));
+          s.backend->insert_unique(s.ref(), s.counters.data(), k_stage.data(), m, id_stage.data(),
+                                   is_new.empty() ? nullptr : new_stage.data());
+          id_stage.download(ids.subspan(off, m));
+          if (!is_new.empty()) new_stage.download(is_new.subspan(off, m));
+        } else {
+          s.backend->insert_unique(s.ref(), s.counters.data(), keys.data() + off, m, ids.data() + off,
+                                   is_new.empty() ? nullptr : is_new.data() + off);
+        }
+      },
+      /*staged=*/true);
   s.exec.context().synchronize();
 }
 
 template <class K, class V>
-void HashTable<K, V>::find(std::span<const K> keys, std::span<V> values, std::span<std::uint8_t> found) const {
+void HashTable<K, V>::find(std::span<const K> keys, std::span<V> values,
+                           std::span<std::uint8_t> found) const {
   FEM_EXPECTS(values.size() == keys.size(), "hash table find: {} keys but room for {} values", keys.size(),
               values.size());
   FEM_EXPECTS(found.empty() || found.size() == keys.size(), "hash table find: {} keys but room for {} flags",
@@ -263,7 +274,8 @@ void HashTable<K, V>::insert_unique_resident(const K* keys, V* ids, std::uint8_t
   FEM_EXPECTS(n < (std::size_t{1} << 31), "insert_unique takes at most 2^31 keys per call");
   Impl& s = *impl_;
   s.for_chunks(n, [&](std::size_t off, std::size_t m) {
-    s.backend->insert_unique(s.ref(), s.counters.data(), keys + off, m, ids + off, is_new ? is_new + off : nullptr);
+    s.backend->insert_unique(s.ref(), s.counters.data(), keys + off, m, ids + off,
+                             is_new ? is_new + off : nullptr);
   });
 }
 

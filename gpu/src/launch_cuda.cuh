@@ -12,7 +12,8 @@ namespace fem::gpu::detail {
 
 template <class F>
 __global__ void for_each_kernel(std::size_t n, F f) {
-  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::size_t(gridDim.x) * blockDim.x)
     f(i);
 }
 
@@ -39,9 +40,11 @@ struct CudaLaunch {
     T last = 0;
     if (n) exec.context().copy_to_host(&last, data + n - 1, sizeof(T));
     std::size_t temp_bytes = 0;
-    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, data, data, static_cast<std::int64_t>(n), stream));
+    FEM_CUDA_TRY(
+        cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, data, data, static_cast<std::int64_t>(n), stream));
     DeviceBuffer<unsigned char> temp(exec, temp_bytes);
-    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, data, data, static_cast<std::int64_t>(n), stream));
+    FEM_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, data, data,
+                                               static_cast<std::int64_t>(n), stream));
     T last_scanned = 0;
     if (n) exec.context().copy_to_host(&last_scanned, data + n - 1, sizeof(T));
     exec.context().synchronize();

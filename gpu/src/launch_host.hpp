@@ -62,8 +62,8 @@ struct HostLaunch {
   /// array: chunks past it are read one column at a time. With AVX2, a row of up to 8 columns
   /// must hold every node (a cell's rows hold all its nodes): its chunk is not masked, so a
   /// missing node could match in the next row (masking cost about 4 ms of a 2D build).
-  static void row_positions(const index_t* cols, index_t b, index_t e, index_t end, const index_t* nodes, int m,
-                            index_t* pos) {
+  static void row_positions(const index_t* cols, index_t b, index_t e, index_t end, const index_t* nodes,
+                            int m, index_t* pos) {
 #if defined(__AVX2__)
     if (e - b <= 8 && end - b >= 8) {
       // One chunk holds the row (2D P1); a node's first match lies inside it.
@@ -88,7 +88,8 @@ struct HostLaunch {
       const __m256i chunk = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(cols + k));
       for (int j = 0; j < m; ++j) {
         const int hit =
-            _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(chunk, _mm256_set1_epi32(nodes[j])))) & valid;
+            _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(chunk, _mm256_set1_epi32(nodes[j])))) &
+            valid;
         pos[j] = hit ? k + __builtin_ctz(static_cast<unsigned>(hit)) : pos[j];
       }
 #else
@@ -147,7 +148,9 @@ struct HostLaunch {
     return true;
   }
 #else
-  static bool sort_short_row(index_t*, index_t, index_t, index_t) { return false; }  // the builder's insertion sort
+  static bool sort_short_row(index_t*, index_t, index_t, index_t) {
+    return false;
+  }  // the builder's insertion sort
 #endif
 
   /// data[0..n) becomes its exclusive prefix sum; returns the total.

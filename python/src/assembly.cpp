@@ -98,7 +98,8 @@ Coefficient coefficient(const FunctionSpace& V, py::handle c, const char* what,
                         const std::shared_ptr<CallbackError>& error) {
   if (c.is_none()) return Coefficient(1.0);
   // The values are checked by the library's Coefficient (finite, named by `what`).
-  if (py::isinstance<py::float_>(c) || py::isinstance<py::int_>(c)) return Coefficient::constant(c.cast<double>(), what);
+  if (py::isinstance<py::float_>(c) || py::isinstance<py::int_>(c))
+    return Coefficient::constant(c.cast<double>(), what);
   if (py::isinstance<py::dict>(c)) {
     std::map<int, double> values;
     std::optional<double> otherwise;
@@ -373,17 +374,21 @@ void bind_assembly(py::module_& m) {
               assembly::apply_dirichlet(bc.values, A.pattern(), values, rhs);
               // The null space a matrix carried is what these conditions leave free (the
               // library's rule); a matrix without one cannot gain one.
-              if (!A.null_space()) return std::make_shared<const CsrMatrix>(A.pattern_ptr(), std::move(values));
+              if (!A.null_space())
+                return std::make_shared<const CsrMatrix>(A.pattern_ptr(), std::move(values));
               const Assembler assembler(bc.V);
-              FEM_EXPECTS(assembler.pattern() == A.pattern_ptr() || assembler.pattern()->same_structure(A.pattern()),
-                          "DirichletBC.apply: A is not a matrix of the space {} of '{}'", bc.V.name(), bc.V.mesh_key());
+              FEM_EXPECTS(
+                  assembler.pattern() == A.pattern_ptr() || assembler.pattern()->same_structure(A.pattern()),
+                  "DirichletBC.apply: A is not a matrix of the space {} of '{}'", bc.V.name(),
+                  bc.V.mesh_key());
               return std::make_shared<const CsrMatrix>(
                   assembly::system_matrix(assembler, std::move(values), bc.values));
             });
             return py::make_tuple(held(std::move(out)), to_numpy(std::move(rhs)));
           },
           py::arg("A"), py::arg("b") = py::none(),
-          "(A', b'): the values imposed symmetrically (rows and columns zeroed but the diagonal, b lifted), A' "
+          "(A', b'): the values imposed symmetrically (rows and columns zeroed but the diagonal, b lifted), "
+          "A' "
           "carrying the null space of the motions the conditions leave free (none when they stop them all). "
           "Without b, b' is what the conditions add to every right-hand side (A' x = zero(b) + b').")
       .def(

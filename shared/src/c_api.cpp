@@ -121,9 +121,15 @@ int fem_view_get(const char* key, fem_view* view) {
       v.handle = new std::shared_ptr<const void>(std::move(got.value));
     };
     switch (dt) {
-      case FEM_F64: take(double{}); break;
-      case FEM_I32: take(int32_t{}); break;
-      case FEM_I64: take(int64_t{}); break;
+      case FEM_F64:
+        take(double{});
+        break;
+      case FEM_I32:
+        take(int32_t{});
+        break;
+      case FEM_I64:
+        take(int64_t{});
+        break;
       default:
         throw fem::TypeError(std::string(k), "an array (fem::Array<f64|i32|i64>)", s.type_of(k));
     }
@@ -161,10 +167,17 @@ int fem_info(const char* key, fem_entry_info* info) {
       };
       bool consistent = true;
       switch (r.dtype) {
-        case FEM_F64: consistent = shape_at(double{}); break;
-        case FEM_I32: consistent = shape_at(int32_t{}); break;
-        case FEM_I64: consistent = shape_at(int64_t{}); break;
-        default: break;
+        case FEM_F64:
+          consistent = shape_at(double{});
+          break;
+        case FEM_I32:
+          consistent = shape_at(int32_t{});
+          break;
+        case FEM_I64:
+          consistent = shape_at(int64_t{});
+          break;
+        default:
+          break;
       }
       if (consistent) break;
     }
@@ -226,9 +239,8 @@ int fem_stats(fem_store_stats* out) {
   return guarded([&] {
     FEM_EXPECTS(out != nullptr, "stats is a null pointer");
     const auto s = fem::store().stats();
-    *out = fem_store_stats{s.entries,      s.bytes,         s.byte_budget, s.hits,
-                           s.misses,       s.puts,          s.replacements, s.erases,
-                           s.evictions,    s.invalidations, s.computes};
+    *out = fem_store_stats{s.entries,      s.bytes,  s.byte_budget, s.hits,          s.misses,  s.puts,
+                           s.replacements, s.erases, s.evictions,   s.invalidations, s.computes};
     return FEM_OK;
   });
 }

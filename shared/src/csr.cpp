@@ -22,7 +22,8 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t w) {
 // Four independent lanes over 32-byte blocks, so the multiplies overlap instead of forming one
 // dependency chain (a pattern of 1M rows hashes in ~3 ms rather than ~11).
 std::uint64_t hash_span(std::uint64_t h, std::span<const index_t> v) {
-  std::uint64_t lane[4] = {h, h ^ 0x243f6a8885a308d3ULL, h ^ 0x13198a2e03707344ULL, h ^ 0xa4093822299f31d0ULL};
+  std::uint64_t lane[4] = {h, h ^ 0x243f6a8885a308d3ULL, h ^ 0x13198a2e03707344ULL,
+                           h ^ 0xa4093822299f31d0ULL};
   std::size_t i = 0;
   for (; i + 8 <= v.size(); i += 8) {
     std::uint64_t w[4];
@@ -53,11 +54,17 @@ std::uint64_t load_fingerprint(const std::uint64_t& f) {
 }  // namespace
 
 CsrPattern::CsrPattern(const CsrPattern& o)
-    : rows_(o.rows_), cols_(o.cols_), row_offsets_(o.row_offsets_), col_indices_(o.col_indices_),
+    : rows_(o.rows_),
+      cols_(o.cols_),
+      row_offsets_(o.row_offsets_),
+      col_indices_(o.col_indices_),
       fingerprint_(load_fingerprint(o.fingerprint_)) {}
 
 CsrPattern::CsrPattern(CsrPattern&& o) noexcept
-    : rows_(o.rows_), cols_(o.cols_), row_offsets_(std::move(o.row_offsets_)), col_indices_(std::move(o.col_indices_)),
+    : rows_(o.rows_),
+      cols_(o.cols_),
+      row_offsets_(std::move(o.row_offsets_)),
+      col_indices_(std::move(o.col_indices_)),
       fingerprint_(load_fingerprint(o.fingerprint_)) {}
 
 CsrPattern& CsrPattern::operator=(const CsrPattern& o) {
@@ -84,7 +91,8 @@ CsrPattern CsrPattern::trusted(index_t rows, index_t cols, std::vector<index_t> 
 }
 
 void CsrPattern::validate() const {
-  FEM_EXPECTS(rows_ >= 0 && cols_ >= 0, "CSR pattern of shape {}x{}: extents must be non-negative", rows_, cols_);
+  FEM_EXPECTS(rows_ >= 0 && cols_ >= 0, "CSR pattern of shape {}x{}: extents must be non-negative", rows_,
+              cols_);
   FEM_EXPECTS(row_offsets_.size() == static_cast<std::size_t>(rows_) + 1,
               "CSR pattern with {} rows needs {} row offsets, got {}", rows_, rows_ + 1, row_offsets_.size());
   FEM_EXPECTS(row_offsets_.front() == 0, "CSR row offsets must start at 0, not {}", row_offsets_.front());
@@ -123,9 +131,9 @@ std::int64_t CsrPattern::find(index_t row, index_t col) const noexcept {
 }
 
 bool CsrPattern::same_structure(const CsrPattern& other) const noexcept {
-  return this == &other ||
-         (rows_ == other.rows_ && cols_ == other.cols_ && nnz() == other.nnz() &&
-          fingerprint() == other.fingerprint() && row_offsets_ == other.row_offsets_ && col_indices_ == other.col_indices_);
+  return this == &other || (rows_ == other.rows_ && cols_ == other.cols_ && nnz() == other.nnz() &&
+                            fingerprint() == other.fingerprint() && row_offsets_ == other.row_offsets_ &&
+                            col_indices_ == other.col_indices_);
 }
 
 std::size_t CsrPattern::bytes() const noexcept {
@@ -136,8 +144,9 @@ CsrMatrix::CsrMatrix(std::shared_ptr<const CsrPattern> pattern, std::vector<doub
                      std::shared_ptr<const NullSpace> null_space)
     : pattern_(std::move(pattern)), values_(std::move(values)), null_space_(std::move(null_space)) {
   FEM_EXPECTS(pattern_ != nullptr, "CSR matrix needs a pattern");
-  FEM_EXPECTS(values_.size() == pattern_->nnz(), "CSR matrix: pattern has {} nonzeros but {} values were given",
-              pattern_->nnz(), values_.size());
+  FEM_EXPECTS(values_.size() == pattern_->nnz(),
+              "CSR matrix: pattern has {} nonzeros but {} values were given", pattern_->nnz(),
+              values_.size());
   FEM_EXPECTS(!null_space_ || null_space_->size() == pattern_->rows(),
               "CSR matrix with {} rows: its null space has vectors of {} entries", pattern_->rows(),
               null_space_->size());

@@ -40,29 +40,29 @@ namespace {
 std::string parse_message(const std::string& file, ParseError::Position kind, std::uint64_t pos,
                           const std::string& message) {
   switch (kind) {
-    case ParseError::Position::line: return fmt::format("{}:{}: {}", file, pos, message);
-    case ParseError::Position::byte: return fmt::format("{}: byte {}: {}", file, pos, message);
-    case ParseError::Position::none: break;
+    case ParseError::Position::line:
+      return fmt::format("{}:{}: {}", file, pos, message);
+    case ParseError::Position::byte:
+      return fmt::format("{}: byte {}: {}", file, pos, message);
+    case ParseError::Position::none:
+      break;
   }
   return fmt::format("{}: {}", file, message);
 }
 }  // namespace
 
-ParseError::ParseError(std::string file, Position kind, std::uint64_t position,
-                       const std::string& message)
+ParseError::ParseError(std::string file, Position kind, std::uint64_t position, const std::string& message)
     : Error(parse_message(file, kind, position, message)),
       file_(std::move(file)),
       kind_(kind),
       position_(position) {}
 
 NotCompiled::NotCompiled(std::string feature, const std::string& what_for)
-    : Error(fmt::format("{} needs {}, which this build of fem was compiled without", what_for,
-                        feature)),
+    : Error(fmt::format("{} needs {}, which this build of fem was compiled without", what_for, feature)),
       feature_(std::move(feature)) {}
 
 namespace detail {
-void throw_invalid_argument(const char* file, int line, const char* condition,
-                            const std::string& message) {
+void throw_invalid_argument(const char* file, int line, const char* condition, const std::string& message) {
   throw InvalidArgument(message, fmt::format("{}:{} ({})", file, line, condition));
 }
 }  // namespace detail

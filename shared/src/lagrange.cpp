@@ -19,25 +19,38 @@ namespace {
 
 std::vector<std::array<double, 3>> vertices_of(CellType first_order) {
   switch (first_order) {
-    case CellType::point: return {{0, 0, 0}};
-    case CellType::line2: return {{-1, 0, 0}, {1, 0, 0}};
-    case CellType::tri3: return {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}};
-    case CellType::quad4: return {{-1, -1, 0}, {1, -1, 0}, {1, 1, 0}, {-1, 1, 0}};
-    case CellType::tet4: return {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
+    case CellType::point:
+      return {{0, 0, 0}};
+    case CellType::line2:
+      return {{-1, 0, 0}, {1, 0, 0}};
+    case CellType::tri3:
+      return {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}};
+    case CellType::quad4:
+      return {{-1, -1, 0}, {1, -1, 0}, {1, 1, 0}, {-1, 1, 0}};
+    case CellType::tet4:
+      return {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {0, 0, 1}};
     case CellType::hex8:
-      return {{-1, -1, -1}, {1, -1, -1}, {1, 1, -1}, {-1, 1, -1}, {-1, -1, 1}, {1, -1, 1}, {1, 1, 1}, {-1, 1, 1}};
-    default: return {};
+      return {{-1, -1, -1}, {1, -1, -1}, {1, 1, -1}, {-1, 1, -1},
+              {-1, -1, 1},  {1, -1, 1},  {1, 1, 1},  {-1, 1, 1}};
+    default:
+      return {};
   }
 }
 
 CellType first_order(CellType t) {
   switch (t) {
-    case CellType::line3: return CellType::line2;
-    case CellType::tri6: return CellType::tri3;
-    case CellType::quad9: return CellType::quad4;
-    case CellType::tet10: return CellType::tet4;
-    case CellType::hex27: return CellType::hex8;
-    default: return t;
+    case CellType::line3:
+      return CellType::line2;
+    case CellType::tri6:
+      return CellType::tri3;
+    case CellType::quad9:
+      return CellType::quad4;
+    case CellType::tet10:
+      return CellType::tet4;
+    case CellType::hex27:
+      return CellType::hex8;
+    default:
+      return t;
   }
 }
 
@@ -79,16 +92,26 @@ std::span<const std::array<double, 3>> reference_nodes(CellType type) {
 
 bool lagrange_eval(CellType type, const double* xi, double* phi, double* grad) {
   switch (type) {
-    case CellType::line2: return eval<CellType::line2>(xi, phi, grad);
-    case CellType::line3: return eval<CellType::line3>(xi, phi, grad);
-    case CellType::tri3: return eval<CellType::tri3>(xi, phi, grad);
-    case CellType::tri6: return eval<CellType::tri6>(xi, phi, grad);
-    case CellType::quad4: return eval<CellType::quad4>(xi, phi, grad);
-    case CellType::quad9: return eval<CellType::quad9>(xi, phi, grad);
-    case CellType::tet4: return eval<CellType::tet4>(xi, phi, grad);
-    case CellType::tet10: return eval<CellType::tet10>(xi, phi, grad);
-    case CellType::hex8: return eval<CellType::hex8>(xi, phi, grad);
-    default: return false;
+    case CellType::line2:
+      return eval<CellType::line2>(xi, phi, grad);
+    case CellType::line3:
+      return eval<CellType::line3>(xi, phi, grad);
+    case CellType::tri3:
+      return eval<CellType::tri3>(xi, phi, grad);
+    case CellType::tri6:
+      return eval<CellType::tri6>(xi, phi, grad);
+    case CellType::quad4:
+      return eval<CellType::quad4>(xi, phi, grad);
+    case CellType::quad9:
+      return eval<CellType::quad9>(xi, phi, grad);
+    case CellType::tet4:
+      return eval<CellType::tet4>(xi, phi, grad);
+    case CellType::tet10:
+      return eval<CellType::tet10>(xi, phi, grad);
+    case CellType::hex8:
+      return eval<CellType::hex8>(xi, phi, grad);
+    default:
+      return false;
   }
 }
 

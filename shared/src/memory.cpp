@@ -34,11 +34,13 @@ void prefault(void* data, std::size_t bytes) noexcept {
   const auto end = begin + bytes;
   // 2 MB pages for the whole 2 MB-aligned interior of the range.
   const auto huge_begin = (begin + huge - 1) & ~(huge - 1), huge_end = end & ~(huge - 1);
-  if (huge_end > huge_begin) madvise(reinterpret_cast<void*>(huge_begin), huge_end - huge_begin, MADV_HUGEPAGE);
+  if (huge_end > huge_begin)
+    madvise(reinterpret_cast<void*>(huge_begin), huge_end - huge_begin, MADV_HUGEPAGE);
   // Populate the pages that lie entirely inside the range (the partial ones at the ends may be
   // shared with other allocations; they fault in normally).
   const auto pop_begin = (begin + page - 1) & ~(page - 1), pop_end = end & ~(page - 1);
-  if (pop_end > pop_begin) madvise(reinterpret_cast<void*>(pop_begin), pop_end - pop_begin, MADV_POPULATE_WRITE);
+  if (pop_end > pop_begin)
+    madvise(reinterpret_cast<void*>(pop_begin), pop_end - pop_begin, MADV_POPULATE_WRITE);
 }
 
 // --- sizes as text ------------------------------------------------------------------------
@@ -150,7 +152,8 @@ std::optional<std::uint64_t> read_number(const std::string& path) {
 
 // The value of `key` in a "key value" file (memory.stat) or a "Key:   value kB" one (meminfo,
 // status; then times `scale`).
-std::optional<std::uint64_t> read_field(const std::string& path, std::string_view key, std::uint64_t scale = 1) {
+std::optional<std::uint64_t> read_field(const std::string& path, std::string_view key,
+                                        std::uint64_t scale = 1) {
   const auto text = read_text(path);
   if (!text) return std::nullopt;
   std::optional<std::uint64_t> value;

@@ -1,13 +1,13 @@
 // Cell type tables and the checks every Mesh passes at construction.
 #include "fem/mesh.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "fem/error.hpp"
 
@@ -29,7 +29,9 @@ constexpr std::array<CellTypeInfo, 11> kCellInfo{{
     {hex27, "hex27", 3, 27, 8, 2, quad9, 6, 12, 29},
 }};
 
-std::string where(const std::string& source) { return source.empty() ? std::string("mesh") : "mesh '" + source + "'"; }
+std::string where(const std::string& source) {
+  return source.empty() ? std::string("mesh") : "mesh '" + source + "'";
+}
 
 }  // namespace
 
@@ -65,8 +67,8 @@ Mesh::Mesh(Data data) : d_(std::move(data)), info_(&fem::cell_info(d_.cell_type)
   FEM_EXPECTS(d_.cells.size() % npc == 0, "{}: {} cell node indices are not a multiple of {} ({})", w,
               d_.cells.size(), npc, info_->name);
   for (std::size_t k = 0; k < d_.cells.size(); ++k)
-    FEM_EXPECTS(d_.cells[k] >= 0 && d_.cells[k] < nn, "{}: cell {} references node {}, but there are {} nodes",
-                w, k / npc, d_.cells[k], nn);
+    FEM_EXPECTS(d_.cells[k] >= 0 && d_.cells[k] < nn,
+                "{}: cell {} references node {}, but there are {} nodes", w, k / npc, d_.cells[k], nn);
   if (d_.cell_tags.empty()) d_.cell_tags.assign(d_.cells.size() / npc, 0);
   FEM_EXPECTS(d_.cell_tags.size() == d_.cells.size() / npc, "{}: {} cell tags for {} cells", w,
               d_.cell_tags.size(), d_.cells.size() / npc);
@@ -76,7 +78,8 @@ Mesh::Mesh(Data data) : d_(std::move(data)), info_(&fem::cell_info(d_.cell_type)
               d_.facets.size(), npf, facet_info().name);
   for (std::size_t k = 0; k < d_.facets.size(); ++k)
     FEM_EXPECTS(d_.facets[k] >= 0 && d_.facets[k] < nn,
-                "{}: boundary facet {} references node {}, but there are {} nodes", w, k / npf, d_.facets[k], nn);
+                "{}: boundary facet {} references node {}, but there are {} nodes", w, k / npf, d_.facets[k],
+                nn);
   if (d_.facet_tags.empty()) d_.facet_tags.assign(d_.facets.size() / npf, 0);
   FEM_EXPECTS(d_.facet_tags.size() == d_.facets.size() / npf, "{}: {} facet tags for {} facets", w,
               d_.facet_tags.size(), d_.facets.size() / npf);
@@ -128,9 +131,11 @@ int Mesh::resolve_tag(std::string_view tag, int dim) const {
   if (dim < 0)
     throw InvalidArgument(
         fmt::format("mesh '{}' has no physical name '{}' (its names: {})", source(), tag, describe_names()));
-  const std::string kind = dim == tdim() ? "cell" : dim == tdim() - 1 ? "facet" : fmt::format("dimension {}", dim);
-  throw InvalidArgument(fmt::format("mesh '{}' has no {} tag '{}' (its {} tags: {})", source(), kind, tag, kind,
-                                    describe_tags(dim)));
+  const std::string kind = dim == tdim()       ? "cell"
+                           : dim == tdim() - 1 ? "facet"
+                                               : fmt::format("dimension {}", dim);
+  throw InvalidArgument(fmt::format("mesh '{}' has no {} tag '{}' (its {} tags: {})", source(), kind, tag,
+                                    kind, describe_tags(dim)));
 }
 
 std::pair<std::array<double, 3>, std::array<double, 3>> Mesh::bounding_box() const {

@@ -25,7 +25,8 @@ NullSpace::NullSpace(index_t size, std::vector<std::vector<double>> vectors, std
   FEM_EXPECTS(size >= 0, "null space of negative size {}", size);
   FEM_EXPECTS(k_ >= 1, "a null space needs at least one vector");
   FEM_EXPECTS(k_ <= size, "a null space of {} vectors in a space of size {}", k_, size);
-  FEM_EXPECTS(names_.size() == vectors.size(), "null space: {} vectors but {} names", vectors.size(), names_.size());
+  FEM_EXPECTS(names_.size() == vectors.size(), "null space: {} vectors but {} names", vectors.size(),
+              names_.size());
   FEM_EXPECTS(functionals.empty() || functionals.size() == vectors.size(),
               "null space: {} vectors but {} normalization functionals", vectors.size(), functionals.size());
   const auto n = static_cast<std::size_t>(size);
@@ -36,8 +37,8 @@ NullSpace::NullSpace(index_t size, std::vector<std::vector<double>> vectors, std
       FEM_EXPECTS(from[k].size() == n, "null space: {} {} ('{}') has {} entries, the matrix {} rows", what, k,
                   names_[k], from[k].size(), n);
       for (std::size_t i = 0; i < n; ++i)
-        FEM_EXPECTS(std::isfinite(from[k][i]), "null space: {} {} ('{}') has a non-finite entry at {}", what, k,
-                    names_[k], i);
+        FEM_EXPECTS(std::isfinite(from[k][i]), "null space: {} {} ('{}') has a non-finite entry at {}", what,
+                    k, names_[k], i);
       out.insert(out.end(), from[k].begin(), from[k].end());
     }
     return out;
@@ -74,8 +75,8 @@ std::string NullSpace::description() const {
   return s;
 }
 
-void NullSpace::project(std::span<double> v, const std::vector<double>& along, const std::vector<double>& measured,
-                        bool transposed) const {
+void NullSpace::project(std::span<double> v, const std::vector<double>& along,
+                        const std::vector<double>& measured, bool transposed) const {
   FEM_EXPECTS(v.size() == static_cast<std::size_t>(n_), "null space of size {}: a vector of {} entries", n_,
               v.size());
   const auto N = static_cast<Eigen::Index>(n_);
@@ -83,7 +84,8 @@ void NullSpace::project(std::span<double> v, const std::vector<double>& along, c
   const Eigen::Map<const Eigen::MatrixXd> wz(wz_.data(), k_, k_);
   Eigen::Map<Eigen::VectorXd> x(v.data(), N);
   const Eigen::VectorXd y = B.transpose() * x;
-  x -= A * (transposed ? Eigen::MatrixXd(wz.transpose()).partialPivLu().solve(y) : wz.partialPivLu().solve(y));
+  x -=
+      A * (transposed ? Eigen::MatrixXd(wz.transpose()).partialPivLu().solve(y) : wz.partialPivLu().solve(y));
 }
 
 double NullSpace::defect(std::span<const double> b) const {
@@ -116,7 +118,8 @@ std::size_t NullSpace::bytes() const noexcept {
   return s;
 }
 
-std::shared_ptr<const NullSpace> named_null_space(index_t size, const std::vector<std::vector<double>>& candidates,
+std::shared_ptr<const NullSpace> named_null_space(index_t size,
+                                                  const std::vector<std::vector<double>>& candidates,
                                                   const std::vector<std::string>& names,
                                                   std::vector<std::vector<double>> combinations) {
   const auto n = static_cast<std::size_t>(size);
@@ -157,8 +160,8 @@ std::shared_ptr<const NullSpace> named_null_space(index_t size, const std::vecto
     for (std::size_t j = 0; j < k; ++j) {
       const double c = C(r, static_cast<Eigen::Index>(j));
       if (c == 0.0) continue;
-      FEM_EXPECTS(candidates[j].size() == n, "named_null_space: candidate '{}' has {} entries, not {}", names[j],
-                  candidates[j].size(), n);
+      FEM_EXPECTS(candidates[j].size() == n, "named_null_space: candidate '{}' has {} entries, not {}",
+                  names[j], candidates[j].size(), n);
       for (std::size_t i = 0; i < n; ++i) v[i] += c * candidates[j][i];
       if (std::abs(c) < 1e-6 * largest) continue;
       const std::string term = format_coefficient(c) + names[j];
@@ -192,24 +195,27 @@ std::shared_ptr<const NullSpace> find_null_space(const CsrMatrix& matrix,
                                                  const std::vector<std::vector<double>>& candidates,
                                                  const std::vector<std::string>& names, double tolerance,
                                                  const std::vector<std::vector<double>>& within) {
-  FEM_EXPECTS(matrix.rows() == matrix.cols(), "find_null_space: the matrix is {} x {}, not square", matrix.rows(),
-              matrix.cols());
-  FEM_EXPECTS(names.size() == candidates.size(), "find_null_space: {} candidates but {} names", candidates.size(),
-              names.size());
+  FEM_EXPECTS(matrix.rows() == matrix.cols(), "find_null_space: the matrix is {} x {}, not square",
+              matrix.rows(), matrix.cols());
+  FEM_EXPECTS(names.size() == candidates.size(), "find_null_space: {} candidates but {} names",
+              candidates.size(), names.size());
   const auto n = static_cast<std::size_t>(matrix.rows());
   const auto k = static_cast<Eigen::Index>(candidates.size());
   if (k == 0 || n == 0) return nullptr;
   const auto N = static_cast<Eigen::Index>(n);
   for (Eigen::Index j = 0; j < k; ++j)
-    FEM_EXPECTS(candidates[j].size() == n, "find_null_space: candidate '{}' has {} entries, the matrix {} rows",
-                names[j], candidates[j].size(), n);
+    FEM_EXPECTS(candidates[j].size() == n,
+                "find_null_space: candidate '{}' has {} entries, the matrix {} rows", names[j],
+                candidates[j].size(), n);
   // The subspace searched: combinations F (k × m) of the candidates; all of their span by default.
   Eigen::MatrixXd F = Eigen::MatrixXd::Identity(k, k);
   if (!within.empty()) {
     F.resize(k, static_cast<Eigen::Index>(within.size()));
     for (std::size_t c = 0; c < within.size(); ++c) {
-      FEM_EXPECTS(within[c].size() == candidates.size(), "find_null_space: a combination of {} coefficients for {} "
-                  "candidates", within[c].size(), candidates.size());
+      FEM_EXPECTS(within[c].size() == candidates.size(),
+                  "find_null_space: a combination of {} coefficients for {} "
+                  "candidates",
+                  within[c].size(), candidates.size());
       for (Eigen::Index j = 0; j < k; ++j) F(j, static_cast<Eigen::Index>(c)) = within[c][j];
     }
   }

@@ -22,32 +22,44 @@ constexpr int kHexFacets[] = {0, 3, 2, 1, 0, 1, 5, 4, 0, 4, 7, 3, 1, 2, 6, 5, 2,
 std::span<const std::array<int, 2>> local_edges(CellType type) {
   switch (type) {
     case CellType::line2:
-    case CellType::line3: return kLineEdges;
+    case CellType::line3:
+      return kLineEdges;
     case CellType::tri3:
-    case CellType::tri6: return kTriEdges;
+    case CellType::tri6:
+      return kTriEdges;
     case CellType::quad4:
-    case CellType::quad9: return kQuadEdges;
+    case CellType::quad9:
+      return kQuadEdges;
     case CellType::tet4:
-    case CellType::tet10: return kTetEdges;
+    case CellType::tet10:
+      return kTetEdges;
     case CellType::hex8:
-    case CellType::hex27: return kHexEdges;
-    default: return {};
+    case CellType::hex27:
+      return kHexEdges;
+    default:
+      return {};
   }
 }
 
 LocalFacets local_facets(CellType type) {
   switch (type) {
     case CellType::line2:
-    case CellType::line3: return {2, 1, kLineFacets};
+    case CellType::line3:
+      return {2, 1, kLineFacets};
     case CellType::tri3:
-    case CellType::tri6: return {3, 2, kTriFacets};
+    case CellType::tri6:
+      return {3, 2, kTriFacets};
     case CellType::quad4:
-    case CellType::quad9: return {4, 2, kQuadFacets};
+    case CellType::quad9:
+      return {4, 2, kQuadFacets};
     case CellType::tet4:
-    case CellType::tet10: return {4, 3, kTetFacets};
+    case CellType::tet10:
+      return {4, 3, kTetFacets};
     case CellType::hex8:
-    case CellType::hex27: return {6, 4, kHexFacets};
-    default: return {};
+    case CellType::hex27:
+      return {6, 4, kHexFacets};
+    default:
+      return {};
   }
 }
 

@@ -111,8 +111,7 @@ struct Store::Impl {
 
   mutable std::atomic<std::uint64_t> tick{0};
   mutable std::atomic<std::uint64_t> hits{0}, misses{0};
-  std::atomic<std::uint64_t> puts{0}, replacements{0}, erases{0}, evictions{0},
-      invalidations{0}, computes{0};
+  std::atomic<std::uint64_t> puts{0}, replacements{0}, erases{0}, evictions{0}, invalidations{0}, computes{0};
 
   std::mutex inflight_mutex;
   std::map<std::string, std::vector<std::shared_ptr<InFlight>>, std::less<>> inflight;
@@ -180,8 +179,7 @@ struct Store::Impl {
 
   // Remove `key` and, transitively, every entry derived from it. Values go to `graveyard`, to be
   // released after the lock is dropped (a factorization's destructor can take a while).
-  void remove_locked(const std::string& key, Why why,
-                     std::vector<std::shared_ptr<const void>>& graveyard) {
+  void remove_locked(const std::string& key, Why why, std::vector<std::shared_ptr<const void>>& graveyard) {
     auto it = entries.find(key);
     if (it == entries.end()) return;
     std::unique_ptr<Entry> entry = std::move(it->second);
@@ -189,18 +187,24 @@ struct Store::Impl {
     total_bytes -= entry->bytes;
     graveyard.push_back(std::move(entry->value));
     switch (why) {
-      case Why::erase: erases.fetch_add(1, std::memory_order_relaxed); break;
-      case Why::evict: evictions.fetch_add(1, std::memory_order_relaxed); break;
-      case Why::invalidate: invalidations.fetch_add(1, std::memory_order_relaxed); break;
+      case Why::erase:
+        erases.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case Why::evict:
+        evictions.fetch_add(1, std::memory_order_relaxed);
+        break;
+      case Why::invalidate:
+        invalidations.fetch_add(1, std::memory_order_relaxed);
+        break;
       case Why::replace:
-      case Why::clear: break;
+      case Why::clear:
+        break;
     }
     unlink_inputs(key, entry->inputs);
     drop_dependents(key, why == Why::evict ? Why::evict : Why::invalidate, graveyard);
   }
 
-  void drop_dependents(const std::string& key, Why why,
-                       std::vector<std::shared_ptr<const void>>& graveyard) {
+  void drop_dependents(const std::string& key, Why why, std::vector<std::shared_ptr<const void>>& graveyard) {
     auto dep = dependents.find(key);
     if (dep == dependents.end()) return;
     const std::set<std::string> derived = std::move(dep->second);
@@ -217,9 +221,8 @@ struct Store::Impl {
     }
   }
 
-  Version publish_locked(std::string_view key_view, std::shared_ptr<const void> value,
-                         std::string_view type, std::size_t bytes, bool evictable,
-                         Residency residency, std::vector<Input> inputs,
+  Version publish_locked(std::string_view key_view, std::shared_ptr<const void> value, std::string_view type,
+                         std::size_t bytes, bool evictable, Residency residency, std::vector<Input> inputs,
                          std::vector<std::shared_ptr<const void>>& graveyard) {
     std::string key(key_view);
     auto it = entries.find(key);
@@ -271,9 +274,7 @@ struct Store::Impl {
   }
 };
 
-Store::Store(std::size_t byte_budget) : impl_(std::make_unique<Impl>()) {
-  impl_->budget = byte_budget;
-}
+Store::Store(std::size_t byte_budget) : impl_(std::make_unique<Impl>()) { impl_->budget = byte_budget; }
 
 Store::~Store() = default;
 
@@ -301,8 +302,8 @@ void validate_inputs(std::string_view key, const std::vector<Input>& inputs) {
 }
 }  // namespace
 
-Version Store::put_erased(std::string_view key, std::shared_ptr<const void> value,
-                          std::string_view type, PutOptions options) {
+Version Store::put_erased(std::string_view key, std::shared_ptr<const void> value, std::string_view type,
+                          PutOptions options) {
   validate_key(key);
   validate_inputs(key, options.inputs);
   std::vector<std::shared_ptr<const void>> graveyard;
@@ -311,22 +312,21 @@ Version Store::put_erased(std::string_view key, std::shared_ptr<const void> valu
     std::unique_lock lock(impl_->mutex);
     for (const Input& in : options.inputs) {
       auto it = impl_->entries.find(in.key);
-      if (it == impl_->entries.end())
-        throw KeyError(in.key, impl_->nearest_keys(in.key));
+      if (it == impl_->entries.end()) throw KeyError(in.key, impl_->nearest_keys(in.key));
       FEM_EXPECTS(it->second->version == in.version,
-                  "store key '{}': input '{}' is at version {}, not {}: the value would be stale",
-                  key, in.key, it->second->version, in.version);
+                  "store key '{}': input '{}' is at version {}, not {}: the value would be stale", key,
+                  in.key, it->second->version, in.version);
     }
     if (auto cycle = impl_->cycle_through_locked(key, options.inputs); !cycle.empty())
       throw publish_cycle(key, std::move(cycle));
     v = impl_->publish_locked(key, std::move(value), type, *options.bytes, options.evictable,
-                              options.residency.value_or(Residency::host), std::move(options.inputs), graveyard);
+                              options.residency.value_or(Residency::host), std::move(options.inputs),
+                              graveyard);
   }
   return v;  // graveyard released here, outside the lock
 }
 
-std::pair<std::shared_ptr<const void>, Version> Store::get_erased(std::string_view key,
-                                                                  std::string_view type,
+std::pair<std::shared_ptr<const void>, Version> Store::get_erased(std::string_view key, std::string_view type,
                                                                   bool required) const {
   validate_key(key);
   std::shared_lock lock(impl_->mutex);
@@ -342,8 +342,7 @@ std::pair<std::shared_ptr<const void>, Version> Store::get_erased(std::string_vi
   return {e.value, e.version};
 }
 
-std::shared_ptr<const void> Store::get_or_compute_erased(std::string_view key,
-                                                         std::string_view type,
+std::shared_ptr<const void> Store::get_or_compute_erased(std::string_view key, std::string_view type,
                                                          std::vector<Input> inputs, bool evictable,
                                                          const std::function<Computed()>& compute) {
   validate_key(key);
@@ -467,8 +466,9 @@ EntryInfo Store::info(std::string_view key) const {
   auto it = impl_->entries.find(key);
   if (it == impl_->entries.end()) throw KeyError(std::string(key), impl_->nearest_keys(key));
   const Entry& e = *it->second;
-  return {it->first, e.type,   e.version, e.bytes, e.evictable, e.inputs, e.hits.load(std::memory_order_relaxed),
-          e.residency};
+  return {
+      it->first,  e.type, e.version, e.bytes, e.evictable, e.inputs, e.hits.load(std::memory_order_relaxed),
+      e.residency};
 }
 
 bool Store::erase(std::string_view key) {

@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 namespace fem::testing {
@@ -23,9 +23,9 @@ struct CliResult {
 
 /// A fresh folder for the running test, named after the process and the test.
 inline std::filesystem::path temp_dir() {
-  const std::filesystem::path p =
-      std::filesystem::temp_directory_path() / ("fem_test_apps_" + std::to_string(::getpid()) + "_" +
-                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const std::filesystem::path p = std::filesystem::temp_directory_path() /
+                                  ("fem_test_apps_" + std::to_string(::getpid()) + "_" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::filesystem::create_directories(p);
   return p;
 }

@@ -10,7 +10,6 @@
 #include <sstream>
 
 #include "cli.hpp"
-
 #include "fem/mesh/generate.hpp"
 #include "fem/mesh/read.hpp"
 #include "fem/mesh/vtu.hpp"

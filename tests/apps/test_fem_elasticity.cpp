@@ -2,6 +2,7 @@
 // convergence rates on a manufactured solution, the von Mises stress of uniaxial tension, the
 // --json contract and one-line errors; and `--device` of every solver subcommand (cuda without
 // a usable GPU is a one-line error).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 #include <numbers>
 #include <set>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "cli.hpp"
 #include "fem/gpu/executor.hpp"
@@ -28,7 +27,6 @@ using fem::testing::fem_run;
 using fem::testing::run_json;
 using fem::testing::temp_dir;
 
-
 double number(const nlohmann::json& j) { return j.get<double>(); }
 
 // An affine displacement solves -div σ = 0 for any material: P1 and P2 reproduce it to rounding.
@@ -41,10 +39,10 @@ TEST(FemElasticity, AffineDisplacementIsExact) {
     int dim, order;
     std::string material;
   };
-  for (const auto& k : {Case{"gen:square-tri3:4", 2, 1, ""}, Case{"gen:square-tri3:4", 2, 2, " --E all=200 --nu all=0.3"},
-                        Case{"gen:square-quad4:4", 2, 1, " --E domain=3 --nu 1=0.45"},
-                        Case{"gen:cube-tet4:2", 3, 1, " --E all=70 --nu all=0.33"},
-                        Case{"gen:cube-tet4:2", 3, 2, ""}}) {
+  for (const auto& k :
+       {Case{"gen:square-tri3:4", 2, 1, ""}, Case{"gen:square-tri3:4", 2, 2, " --E all=200 --nu all=0.3"},
+        Case{"gen:square-quad4:4", 2, 1, " --E domain=3 --nu 1=0.45"},
+        Case{"gen:cube-tet4:2", 3, 1, " --E all=70 --nu all=0.33"}, Case{"gen:cube-tet4:2", 3, 2, ""}}) {
     std::string field;
     for (int i = 0; i < k.dim; ++i) {
       field += fmt::format("{}{}", i ? "," : "", c[i]);
@@ -75,10 +73,12 @@ std::string manufactured_run(int n, int order) {
   const double E = 10.0, nu = 0.3, lambda = E * nu / ((1 + nu) * (1 - 2 * nu)), mu = E / (2 * (1 + nu));
   const std::string s = "sin(pi*x)*sin(pi*y)", cc = "cos(pi*x)*cos(pi*y)";
   // f_x = f_y = (λ+μ) π² (s - cos cos) + 2 μ π² s
-  const std::string f = fmt::format("{:.17g}*({}-{})+{:.17g}*{}", (lambda + mu) * pi * pi, s, cc, 2 * mu * pi * pi, s);
-  return fmt::format("elasticity gen:square-tri3:{} --order {} --E all={} --nu all={} --fixed all --body-force '{},{}' "
-                     "--exact '{},{}'",
-                     n, order, E, nu, f, f, s, s);
+  const std::string f =
+      fmt::format("{:.17g}*({}-{})+{:.17g}*{}", (lambda + mu) * pi * pi, s, cc, 2 * mu * pi * pi, s);
+  return fmt::format(
+      "elasticity gen:square-tri3:{} --order {} --E all={} --nu all={} --fixed all --body-force '{},{}' "
+      "--exact '{},{}'",
+      n, order, E, nu, f, f, s, s);
 }
 
 TEST(FemElasticity, ConvergesAtTheFiniteElementRate) {
@@ -106,11 +106,12 @@ TEST(FemElasticity, UniaxialTensionVonMises) {
   const auto dir = temp_dir();
   const double E = 70, nu = 0.33;
   for (double t : {2.5, -1.5}) {
-    const auto j = run_json(fmt::format("elasticity gen:cube-tet4:3 --E all={} --nu all={} --dirichlet left=0,free,free "
-                                        "--dirichlet front=free,0,free --dirichlet bottom=free,free,0 --traction "
-                                        "right={},0,0 --exact {}*x,{}*y,{}*z",
-                                        E, nu, t, t / E, -nu * t / E, -nu * t / E),
-                            dir);
+    const auto j =
+        run_json(fmt::format("elasticity gen:cube-tet4:3 --E all={} --nu all={} --dirichlet left=0,free,free "
+                             "--dirichlet front=free,0,free --dirichlet bottom=free,free,0 --traction "
+                             "right={},0,0 --exact {}*x,{}*y,{}*z",
+                             E, nu, t, t / E, -nu * t / E, -nu * t / E),
+                 dir);
     ASSERT_FALSE(j.is_null()) << t;
     EXPECT_NEAR(number(j["stress"]["von_mises_min"]), std::abs(t), 1e-10) << t;
     EXPECT_NEAR(number(j["stress"]["von_mises_max"]), std::abs(t), 1e-10) << t;
@@ -120,10 +121,11 @@ TEST(FemElasticity, UniaxialTensionVonMises) {
   for (double nu2 : {0.0, 0.3}) {
     const double t = 4.0;
     const auto out = dir / "bar.vtu";
-    const auto j = run_json(fmt::format("elasticity gen:square-tri3:4 --E all=5 --nu all={} --dirichlet left=0,free "
-                                        "--dirichlet bottom=free,0 --traction right={},0 --output '{}'",
-                                        nu2, t, out.string()),
-                            dir);
+    const auto j =
+        run_json(fmt::format("elasticity gen:square-tri3:4 --E all=5 --nu all={} --dirichlet left=0,free "
+                             "--dirichlet bottom=free,0 --traction right={},0 --output '{}'",
+                             nu2, t, out.string()),
+                 dir);
     ASSERT_FALSE(j.is_null()) << nu2;
     const double expected = t * std::sqrt(1 - nu2 + nu2 * nu2);
     EXPECT_NEAR(number(j["stress"]["von_mises_max"]), expected, 1e-10) << nu2;
@@ -137,10 +139,10 @@ TEST(FemElasticity, UniaxialTensionVonMises) {
     ASSERT_EQ(u->components, 3);
     for (std::size_t c = 0; c < vtu.num_cells(); ++c) {
       EXPECT_NEAR(mises->values[c], expected, 1e-10);
-      EXPECT_NEAR(stress->values[c * 6 + 0], t, 1e-10);         // σxx
-      EXPECT_NEAR(stress->values[c * 6 + 1], 0.0, 1e-10);       // σyy
-      EXPECT_NEAR(stress->values[c * 6 + 2], nu2 * t, 1e-10);   // σzz = ν(σxx + σyy)
-      EXPECT_NEAR(stress->values[c * 6 + 3], 0.0, 1e-10);       // σxy
+      EXPECT_NEAR(stress->values[c * 6 + 0], t, 1e-10);        // σxx
+      EXPECT_NEAR(stress->values[c * 6 + 1], 0.0, 1e-10);      // σyy
+      EXPECT_NEAR(stress->values[c * 6 + 2], nu2 * t, 1e-10);  // σzz = ν(σxx + σyy)
+      EXPECT_NEAR(stress->values[c * 6 + 3], 0.0, 1e-10);      // σxy
     }
     // ux = εxx x with εxx = (1 - ν²) t / E in plane strain; uz = 0.
     for (std::size_t p = 0; p < vtu.num_points(); ++p) {
@@ -153,7 +155,8 @@ TEST(FemElasticity, UniaxialTensionVonMises) {
 
 TEST(FemElasticity, JsonHoldsTheContract) {
   const auto dir = temp_dir();
-  const auto j = run_json("elasticity gen:square-tri3:4 --fixed left --traction right=0,-1 --body-force 0,-0.5", dir);
+  const auto j =
+      run_json("elasticity gen:square-tri3:4 --fixed left --traction right=0,-1 --body-force 0,-0.5", dir);
   ASSERT_FALSE(j.is_null());
   EXPECT_EQ(j["command"], "elasticity");
   EXPECT_EQ(j["mesh"]["nodes"], 25);
@@ -193,9 +196,10 @@ TEST(FemElasticity, FreeRigidMotionsAreNamedOrSolvedOrthogonally) {
   expect_one_line_naming(r, "translation y");
   EXPECT_EQ(r.err.find("translation x"), std::string::npos) << r.err;
   // Rollers on the left and bottom stop everything: solved as usual.
-  auto j = run_json("elasticity gen:square-tri3:6 --dirichlet left=0,free --dirichlet bottom=free,0 "
-                    "--traction right=1,0",
-                    dir);
+  auto j = run_json(
+      "elasticity gen:square-tri3:6 --dirichlet left=0,free --dirichlet bottom=free,0 "
+      "--traction right=1,0",
+      dir);
   ASSERT_FALSE(j.is_null());
   EXPECT_EQ(j["solution"]["normalization"], "none");
   // Uniaxial tension with nothing fixed: the uniform stress, and the motion-free displacement.
@@ -205,7 +209,8 @@ TEST(FemElasticity, FreeRigidMotionsAreNamedOrSolvedOrthogonally) {
   EXPECT_EQ(j["solution"]["null_space"].size(), 3u);
   EXPECT_NEAR(number(j["stress"]["von_mises_min"]), number(j["stress"]["von_mises_max"]), 1e-10);
   // Centred: ux ranges symmetrically about 0.
-  EXPECT_NEAR(number(j["solution"]["components"][0]["min"]), -number(j["solution"]["components"][0]["max"]), 1e-12);
+  EXPECT_NEAR(number(j["solution"]["components"][0]["min"]), -number(j["solution"]["components"][0]["max"]),
+              1e-12);
   // 3D rollers on x = 0 leave y, z and the rotation about x; a load along x is in equilibrium.
   j = run_json("elasticity gen:cube-tet4:3 --dirichlet left=0,free,free --traction right=1,0,0", dir);
   ASSERT_FALSE(j.is_null());
@@ -229,7 +234,8 @@ TEST(FemElasticity, BadInputsAreOneLineErrors) {
   expect_one_line_naming(fem_run(m + "--fixed left --nu all=0.5", dir), "--nu");
   expect_one_line_naming(fem_run(m + "--fixed left --E all=-1", dir), "--E");
   expect_one_line_naming(fem_run(m + "--traction right=1,0", dir), "--fixed");
-  expect_one_line_naming(fem_run("elasticity gen:cube-tet4:2 --fixed left --body-force 0,0", dir), "--body-force");
+  expect_one_line_naming(fem_run("elasticity gen:cube-tet4:2 --fixed left --body-force 0,0", dir),
+                         "--body-force");
   // A comma inside a function's parentheses does not split the components.
   const auto j = run_json(m + "--dirichlet all='min(x,y),0' --exact 'min(x,y),0' --nu all=0", dir);
   EXPECT_FALSE(j.is_null());
@@ -270,12 +276,13 @@ TEST(FemDevice, CudaRunsOrFailsInOneLine) {
 }
 
 // --device debug-device: the connectivity and every matrix go through the device code path on
-// the CPU (separate buffers, explicit copies, the Assembler on that executor); the results equal the CPU run's
-// to round-off, and a space the device does not assemble (P2) is a one-line error.
+// the CPU (separate buffers, explicit copies, the Assembler on that executor); the results equal the CPU
+// run's to round-off, and a space the device does not assemble (P2) is a one-line error.
 TEST(FemDevice, DebugDeviceMatchesTheCpu) {
   const auto dir = temp_dir();
   const std::string runs[] = {
-      "poisson gen:square-tri3:12 --source -6 --dirichlet all=1+x*x+2*y*y --exact 1+x*x+2*y*y --coefficient all=2",
+      "poisson gen:square-tri3:12 --source -6 --dirichlet all=1+x*x+2*y*y --exact 1+x*x+2*y*y --coefficient "
+      "all=2",
       "poisson gen:cube-tet4:4 --source 'sin(x)' --dirichlet all=0",
       "heat gen:square-quad4:10 --dt 0.01 --steps 3 --dirichlet all=0 --initial 'sin(pi*x)*sin(pi*y)'",
       "elasticity gen:square-tri3:8 --dirichlet all=0.01*x,0.02*y --exact 0.01*x,0.02*y",
@@ -295,8 +302,9 @@ TEST(FemDevice, DebugDeviceMatchesTheCpu) {
     }
     EXPECT_EQ(number(dev["cache"]["pattern_builds"]), 1) << args;
   }
-  expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --order 2 --dirichlet all=0 --device debug-device", dir),
-                         "device assembly");
+  expect_one_line_naming(
+      fem_run("poisson gen:square-tri3:4 --order 2 --dirichlet all=0 --device debug-device", dir),
+      "device assembly");
   fs::remove_all(dir);
 }
 

@@ -33,16 +33,16 @@ TEST(FemOutput, FormatFollowsTheExtensionOrTheRunIsRefused) {
   const std::string p = "poisson gen:square-tri3:4 --dirichlet all=0 --source 1 ";
   expect_one_line_naming(fem_run(p + "--output '" + (dir / "u.msh").string() + "'", dir), ".vtu");
   EXPECT_FALSE(fs::exists(dir / "u.msh"));
-  expect_one_line_naming(fem_run("elasticity gen:square-tri3:4 --fixed left --output '" + (dir / "e.pvd").string() +
-                                     "'",
-                                 dir),
-                         ".vtu");
+  expect_one_line_naming(
+      fem_run("elasticity gen:square-tri3:4 --fixed left --output '" + (dir / "e.pvd").string() + "'", dir),
+      ".vtu");
   const std::string h = "heat gen:square-tri3:4 --dt 0.1 --steps 2 ";
   expect_one_line_naming(fem_run(h + "--output '" + (dir / "h.vtu").string() + "'", dir), ".pvd");
   EXPECT_FALSE(fs::exists(dir / "h.vtu"));  // not a folder of that name either
   ASSERT_FALSE(run_json(h + "--output '" + (dir / "series").string() + "'", dir).is_null());
   EXPECT_EQ(fem::mesh::read_pvd(dir / "series" / "heat.pvd").size(), 3u);
-  expect_one_line_naming(fem_run("convert gen:square-tri3:4 '" + (dir / "m.txt").string() + "'", dir), ".txt");
+  expect_one_line_naming(fem_run("convert gen:square-tri3:4 '" + (dir / "m.txt").string() + "'", dir),
+                         ".txt");
   // Missing folders of a well-formed path are made.
   ASSERT_FALSE(run_json(p + "--output '" + (dir / "a" / "b" / "u.vtu").string() + "'", dir).is_null());
   EXPECT_TRUE(fs::exists(dir / "a" / "b" / "u.vtu"));
@@ -55,7 +55,8 @@ TEST(FemOutput, PathThroughARegularFileIsAOneLineError) {
   std::ofstream(plain) << "not a folder";
   const std::string p = "poisson gen:square-tri3:4 --dirichlet all=0 --source 1 ";
   for (const std::string& args :
-       {p + "--output '" + (plain / "u.vtu").string() + "'", p + "--json '" + (plain / "x.json").string() + "'",
+       {p + "--output '" + (plain / "u.vtu").string() + "'",
+        p + "--json '" + (plain / "x.json").string() + "'",
         "heat gen:square-tri3:4 --dt 0.1 --steps 2 --output '" + (plain / "h.pvd").string() + "'",
         "heat gen:square-tri3:4 --dt 0.1 --steps 2 --output '" + (plain / "sub").string() + "'",
         "convert gen:square-tri3:4 '" + (plain / "m.vtu").string() + "'"}) {
@@ -95,7 +96,8 @@ struct SmallDisk {
       why = "not root: cannot mount a small tmpfs";
       return;
     }
-    const std::string cmd = "mount -t tmpfs -o size=" + std::string(size) + " tmpfs '" + path.string() + "' 2>/dev/null";
+    const std::string cmd =
+        "mount -t tmpfs -o size=" + std::string(size) + " tmpfs '" + path.string() + "' 2>/dev/null";
     mounted = std::system(cmd.c_str()) == 0;
     if (!mounted) why = "mount -t tmpfs failed here (no CAP_SYS_ADMIN?)";
   }
@@ -129,7 +131,8 @@ void fill_the_disk(const fs::path& dir) {
   const auto steps = fem::mesh::read_pvd(disk.path / "h.pvd");
   EXPECT_GT(steps.size(), 0u);
   EXPECT_LT(steps.size(), 101u);
-  for (const auto& s : steps) EXPECT_EQ(fem::mesh::read_vtu(disk.path / s.file).num_cells(), 2u * 24 * 24) << s.file;
+  for (const auto& s : steps)
+    EXPECT_EQ(fem::mesh::read_vtu(disk.path / s.file).num_cells(), 2u * 24 * 24) << s.file;
   EXPECT_TRUE(no_temporary_files(disk.path));
 }
 

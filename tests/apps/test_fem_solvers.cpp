@@ -15,7 +15,6 @@
 #include <sstream>
 
 #include "cli.hpp"
-
 #include "fem/mesh/vtu.hpp"
 
 namespace {
@@ -28,7 +27,6 @@ using fem::testing::fem_run;
 using fem::testing::run_json;
 using fem::testing::slurp;
 using fem::testing::temp_dir;
-
 
 const std::string quadratic = "1+x*x+2*y*y";  // -Δu = -6
 
@@ -97,14 +95,16 @@ TEST(FemPoisson, CoefficientByCellTagNameOrEverywhere) {
     ASSERT_FALSE(j.is_null()) << k;
     EXPECT_LT(j["error"]["l2"].get<double>(), 1e-10) << k;
   }
-  expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --dirichlet all=0 --coefficient steel=2", dir), "steel");
+  expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --dirichlet all=0 --coefficient steel=2", dir),
+                         "steel");
   fs::remove_all(dir);
 }
 
 TEST(FemPoisson, RepeatedOptionsTakeOneValueEach) {
   const auto dir = temp_dir();
   // The mesh after a repeatable option is still the mesh, not a second condition.
-  const auto j = run_json("poisson --dirichlet left=0 --dirichlet right=1 --coefficient all=3 gen:square-tri3:4", dir);
+  const auto j =
+      run_json("poisson --dirichlet left=0 --dirichlet right=1 --coefficient all=3 gen:square-tri3:4", dir);
   ASSERT_FALSE(j.is_null());
   EXPECT_NEAR(j["solution"]["min"].get<double>(), 0.0, 1e-12);
   EXPECT_NEAR(j["solution"]["max"].get<double>(), 1.0, 1e-12);
@@ -129,10 +129,12 @@ TEST(FemPoisson, SampleMeshTagsByNameAndVtuOutput) {
     std::string name = "u";  // (not "u" + std::to_string(...): GCC 12's false -Wrestrict)
     name += std::to_string(order);
     const auto out = dir / (name + ".vtu");
-    const auto j = run_json("poisson '" + mesh.string() + "' --order " + std::to_string(order) +
-                                " --dirichlet hole=1 --dirichlet left=0 --neumann right=0.5 --coefficient all=2"
-                                " --output '" + out.string() + "'",
-                            dir);
+    const auto j =
+        run_json("poisson '" + mesh.string() + "' --order " + std::to_string(order) +
+                     " --dirichlet hole=1 --dirichlet left=0 --neumann right=0.5 --coefficient all=2"
+                     " --output '" +
+                     out.string() + "'",
+                 dir);
     ASSERT_FALSE(j.is_null());
     EXPECT_GT(j["solution"]["max"].get<double>(), 0.99);
     EXPECT_GE(j["solution"]["min"].get<double>(), -1e-12);
@@ -181,9 +183,11 @@ TEST(FemPoisson, VtuValuesOnSecondOrderMeshNodes) {
 TEST(FemHeat, OneFactorizationManyCachedSolves) {
   const auto dir = temp_dir();
   const auto pvd = dir / "series" / "heat.pvd";
-  const auto j = run_json("heat gen:square-tri3:8 --dt 0.01 --steps 20 --initial 'sin(pi*x)*sin(pi*y)' "
-                          "--dirichlet all=0 --output '" + pvd.string() + "' --every 5",
-                          dir);
+  const auto j = run_json(
+      "heat gen:square-tri3:8 --dt 0.01 --steps 20 --initial 'sin(pi*x)*sin(pi*y)' "
+      "--dirichlet all=0 --output '" +
+          pvd.string() + "' --every 5",
+      dir);
   ASSERT_FALSE(j.is_null());
   EXPECT_EQ(j["cache"]["factorizations"], 1);
   EXPECT_EQ(j["cache"]["solves"], 20);
@@ -200,7 +204,8 @@ TEST(FemHeat, OneFactorizationManyCachedSolves) {
 TEST(FemHeat, TimeDependentSourceAndSteadyState) {
   const auto dir = temp_dir();
   // Constant source, long time: the steady Poisson solution (max ≈ 0.0737 for f = 1 on the unit square).
-  const auto j = run_json("heat gen:square-tri3:16 --dt 1 --steps 10 --source '1+0*t' --dirichlet all=0", dir);
+  const auto j =
+      run_json("heat gen:square-tri3:16 --dt 1 --steps 10 --source '1+0*t' --dirichlet all=0", dir);
   ASSERT_FALSE(j.is_null());
   EXPECT_NEAR(j["solution"]["max"].get<double>(), 0.0737, 0.003);
   EXPECT_EQ(j["cache"]["factorizations"], 1);
@@ -223,8 +228,8 @@ TEST(FemNonlinear, BratuConvergesForSmallLambda) {
   EXPECT_GT(j["newton"]["timings"]["solve"].get<double>(), 0.0);
   EXPECT_LE(j["timings"]["factorize"].get<double>(), j["newton"]["seconds"].get<double>());
   // With a fixed lag of 3 and a line search it converges too, with fewer factorizations.
-  const auto lagged =
-      run_json("nonlinear gen:square-tri3:16 --problem bratu --lambda 1 --lag 3 --line-search backtracking", dir);
+  const auto lagged = run_json(
+      "nonlinear gen:square-tri3:16 --problem bratu --lambda 1 --lag 3 --line-search backtracking", dir);
   ASSERT_FALSE(lagged.is_null());
   EXPECT_EQ(lagged["newton"]["converged"], true);
   EXPECT_LT(lagged["cache"]["factorizations"].get<int>(), lagged["newton"]["iterations"].get<int>());
@@ -233,7 +238,8 @@ TEST(FemNonlinear, BratuConvergesForSmallLambda) {
   EXPECT_GE(lagged["cache"]["solves"].get<int>(), lagged["newton"]["iterations"].get<int>());
   // --anderson: one factorization carries the solve near the fold, in far fewer iterations
   // than the plain chord steps, to the same solution.
-  const std::string near_fold = "nonlinear gen:square-tri3:16 --problem bratu --lambda 6 --lag 1000 --rtol 1e-10";
+  const std::string near_fold =
+      "nonlinear gen:square-tri3:16 --problem bratu --lambda 6 --lag 1000 --rtol 1e-10";
   const auto chord = run_json(near_fold, dir);
   const auto accelerated = run_json(near_fold + " --anderson 5", dir);
   ASSERT_FALSE(chord.is_null() || accelerated.is_null());
@@ -254,9 +260,11 @@ TEST(FemNonlinear, BratuPastTheFoldExitsWithThree) {
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_NE(r.err.find("not converged"), std::string::npos) << r.err;
   // Continuation stops at the last converged λ, below the fold (about 6.8).
-  const CliResult c = fem_run("nonlinear gen:square-tri3:16 --problem bratu --lambda 7 --continuation --quiet "
-                              "--json '" + (dir / "c.json").string() + "'",
-                              dir);
+  const CliResult c = fem_run(
+      "nonlinear gen:square-tri3:16 --problem bratu --lambda 7 --continuation --quiet "
+      "--json '" +
+          (dir / "c.json").string() + "'",
+      dir);
   EXPECT_EQ(c.status, 3) << c.err;
   const auto j = nlohmann::json::parse(slurp(dir / "c.json"));
   EXPECT_EQ(j["newton"]["converged"], false);
@@ -268,9 +276,10 @@ TEST(FemNonlinear, BratuPastTheFoldExitsWithThree) {
 TEST(FemNonlinear, QuasilinearReproducesALinearSolution) {
   const auto dir = temp_dir();
   // u = 1+x+2y: -div((1+u²)∇u) = -2u|∇u|² = -10(1+x+2y).
-  const auto j = run_json("nonlinear gen:square-tri3:8 --problem quasilinear --source '-10*(1+x+2*y)' "
-                          "--dirichlet all=1+x+2*y --exact 1+x+2*y",
-                          dir);
+  const auto j = run_json(
+      "nonlinear gen:square-tri3:8 --problem quasilinear --source '-10*(1+x+2*y)' "
+      "--dirichlet all=1+x+2*y --exact 1+x+2*y",
+      dir);
   ASSERT_FALSE(j.is_null());
   EXPECT_EQ(j["newton"]["converged"], true);
   EXPECT_LT(j["error"]["l2"].get<double>(), 1e-10);
@@ -283,8 +292,8 @@ TEST(FemPoisson, PureNeumannIsSolvedWithZeroMeanOrRefused) {
   const auto dir = temp_dir();
   nlohmann::json first;
   for (const char* solver : {"cholmod", "umfpack", "klu", "ldlt", "lu"}) {
-    const auto j = run_json(std::string("poisson gen:square-tri3:8 --neumann all=1 --source -4 --solver ") + solver,
-                            dir);
+    const auto j = run_json(
+        std::string("poisson gen:square-tri3:8 --neumann all=1 --source -4 --solver ") + solver, dir);
     ASSERT_FALSE(j.is_null()) << solver;
     EXPECT_EQ(j["solution"]["normalization"], "zero_mean");
     EXPECT_EQ(j["solution"]["null_space"], nlohmann::json::array({"constant"}));
@@ -303,23 +312,25 @@ TEST(FemPoisson, PureNeumannIsSolvedWithZeroMeanOrRefused) {
   ASSERT_FALSE(coarse.is_null() || fine.is_null());
   EXPECT_NEAR(std::log2(coarse["error"]["l2"].get<double>() / fine["error"]["l2"].get<double>()), 2.0, 0.2);
   // An exact solution with its own mean is compared after normalizing u_h like it.
-  const auto shifted = run_json("poisson gen:square-tri3:32 --source '2*pi^2*cos(pi*x)*cos(pi*y)' "
-                                "--exact 'cos(pi*x)*cos(pi*y)+1'",
-                                dir);
+  const auto shifted = run_json(
+      "poisson gen:square-tri3:32 --source '2*pi^2*cos(pi*x)*cos(pi*y)' "
+      "--exact 'cos(pi*x)*cos(pi*y)+1'",
+      dir);
   ASSERT_FALSE(shifted.is_null());
   EXPECT_NEAR(shifted["error"]["l2"].get<double>(), fine["error"]["l2"].get<double>(),
               0.2 * fine["error"]["l2"].get<double>());
   // Exactly balanced data pass a tolerance of 0 (rounding is not a defect).
-  EXPECT_FALSE(run_json("poisson gen:square-tri3:8 --neumann all=1 --source -4 --compatibility-tolerance 0", dir)
-                   .is_null());
+  EXPECT_FALSE(
+      run_json("poisson gen:square-tri3:8 --neumann all=1 --source -4 --compatibility-tolerance 0", dir)
+          .is_null());
   // No solution: ∫f + ∫g = 4.
   const auto r = fem_run("poisson gen:square-tri3:8 --neumann all=1", dir);
   expect_one_line_naming(r, "∫f + ∫g");
   expect_one_line_naming(r, "--dirichlet");
   // A small defect is refused by default and solved as compatible within a looser tolerance.
   expect_one_line_naming(fem_run("poisson gen:square-tri3:8 --neumann all=1 --source -3.99", dir), "defect");
-  const auto loose = run_json("poisson gen:square-tri3:8 --neumann all=1 --source -3.99 --compatibility-tolerance 0.01",
-                              dir);
+  const auto loose = run_json(
+      "poisson gen:square-tri3:8 --neumann all=1 --source -3.99 --compatibility-tolerance 0.01", dir);
   ASSERT_FALSE(loose.is_null());
   EXPECT_GT(loose["solution"]["compatibility_defect"].get<double>(), 1e-4);
   fs::remove_all(dir);
@@ -327,8 +338,9 @@ TEST(FemPoisson, PureNeumannIsSolvedWithZeroMeanOrRefused) {
 
 TEST(FemPoisson, JsonReportsTheRelativeResidual) {
   const auto dir = temp_dir();
-  for (const std::string& cmd : {poisson_quadratic(8, 1), std::string("heat gen:square-tri3:8 --dt 0.1 --steps 3 "
-                                                                     "--dirichlet all=1")}) {
+  for (const std::string& cmd :
+       {poisson_quadratic(8, 1), std::string("heat gen:square-tri3:8 --dt 0.1 --steps 3 "
+                                             "--dirichlet all=1")}) {
     const auto j = run_json(cmd, dir);
     ASSERT_FALSE(j.is_null()) << cmd;
     EXPECT_GE(j["solve"]["relative_residual"].get<double>(), 0.0) << cmd;
@@ -349,11 +361,14 @@ TEST(FemSolvers, DataAreValidatedWhereTheyAreEvaluated) {
     for (const char* n : names) expect_one_line_naming(r, n);
     EXPECT_EQ(r.status, 1) << args;
   };
-  expect_named(p + "--dirichlet 'left=log(y-0.5)' --dirichlet right=0", {"--dirichlet left", "NaN", "(x, y) = (0,"});
+  expect_named(p + "--dirichlet 'left=log(y-0.5)' --dirichlet right=0",
+               {"--dirichlet left", "NaN", "(x, y) = (0,"});
   expect_named(p + "--dirichlet all=0 --source '0/(x-x)'", {"--source", "NaN", "(x, y)"});
-  expect_named(p + "--dirichlet left=0 --neumann 'right=sqrt(y-0.5)'", {"--neumann right", "NaN", "(x, y) = (1,"});
+  expect_named(p + "--dirichlet left=0 --neumann 'right=sqrt(y-0.5)'",
+               {"--neumann right", "NaN", "(x, y) = (1,"});
   expect_named(p + "--dirichlet 'all=sqrt(-1)'", {"--dirichlet all", "NaN"});
-  expect_named(p + "--dirichlet all=0 --coefficient 'all=x-0.5'", {"--coefficient all", "must be positive", "(x, y)"});
+  expect_named(p + "--dirichlet all=0 --coefficient 'all=x-0.5'",
+               {"--coefficient all", "must be positive", "(x, y)"});
   expect_named(p + "--dirichlet all=0 --coefficient all=0", {"--coefficient all", "must be positive"});
   expect_named(p + "--dirichlet all=0 --exact 'sqrt(x-0.5)'", {"--exact", "NaN"});
   const std::string e = "elasticity gen:square-tri3:8 --fixed left ";
@@ -394,9 +409,10 @@ TEST(FemSolvers, OptionErrorsSayWhatIsWrongInWords) {
   expect_words(p + "--dirichlet left=1 --dirichlet left=2", "--dirichlet", "two values");
   expect_words(p + "--dirichlet left=1 --dirichlet 1=2", "--dirichlet", "two values");
   expect_words(p + "--dirichlet all=0 --neumann right=1 --neumann right=3", "--neumann", "two values");
-  expect_words(p + "--dirichlet all=0 --coefficient all=1 --coefficient all=2", "--coefficient", "two values");
-  expect_words("elasticity gen:square-tri3:4 --fixed left --traction right=1,0 --traction right=2,0", "--traction",
+  expect_words(p + "--dirichlet all=0 --coefficient all=1 --coefficient all=2", "--coefficient",
                "two values");
+  expect_words("elasticity gen:square-tri3:4 --fixed left --traction right=1,0 --traction right=2,0",
+               "--traction", "two values");
   EXPECT_FALSE(run_json(p + "--dirichlet left=1 --dirichlet left=1 --dirichlet right=0", dir).is_null());
   // An assignment inside an expression is no expression.
   for (const char* bad : {"x=5", "y+=1", "x*=2"})
@@ -413,8 +429,8 @@ TEST(FemHeat, ExactSolutionErrorsAtTheFinalTime) {
     std::ostringstream dt;
     dt.precision(17);
     dt << 0.2 / (n * n);
-    const auto j = run_json("heat gen:square-tri3:" + std::to_string(n) + " --dt " + dt.str() +
-                                " --steps " + std::to_string(n * n / 2) +
+    const auto j = run_json("heat gen:square-tri3:" + std::to_string(n) + " --dt " + dt.str() + " --steps " +
+                                std::to_string(n * n / 2) +
                                 " --initial 'sin(pi*x)*sin(pi*y)' --dirichlet all=0 "
                                 "--exact 'exp(-2*pi^2*t)*sin(pi*x)*sin(pi*y)'",
                             dir);
@@ -434,7 +450,8 @@ TEST(FemSolvers, BadInputsAreOneLineErrors) {
   if (fs::exists(mesh))
     expect_one_line_naming(fem_run("poisson '" + mesh.string() + "' --dirichlet holes=1", dir), "holes");
   expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --dirichlet ceiling=1", dir), "ceiling");
-  expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --dirichlet all=0 --source 'sin(x'", dir), "sin(x");
+  expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --dirichlet all=0 --source 'sin(x'", dir),
+                         "sin(x");
   expect_one_line_naming(fem_run("poisson gen:square-tri3:4 --dirichlet all=0 --exact 'q*x'", dir), "q*x");
   expect_one_line_naming(fem_run("heat gen:square-tri3:4 --dt 0.1 --steps 2 --initial 'x+'", dir), "x+");
   expect_one_line_naming(fem_run("nonlinear gen:square-tri3:4 --problem quasilinear --source 'exp('", dir),

@@ -12,16 +12,20 @@
 
 namespace fem::testing {
 
-inline Eigen::SparseMatrix<double, Eigen::RowMajor, int> to_eigen(const CsrPattern& p, std::span<const double> values) {
+inline Eigen::SparseMatrix<double, Eigen::RowMajor, int> to_eigen(const CsrPattern& p,
+                                                                  std::span<const double> values) {
   return Eigen::Map<const Eigen::SparseMatrix<double, Eigen::RowMajor, int>>(
-      p.rows(), p.cols(), static_cast<int>(p.nnz()), p.row_offsets().data(), p.col_indices().data(), values.data());
+      p.rows(), p.cols(), static_cast<int>(p.nnz()), p.row_offsets().data(), p.col_indices().data(),
+      values.data());
 }
 
 /// Solve the SPD system with Eigen's LDLT.
-inline std::vector<double> solve_spd(const CsrPattern& p, std::span<const double> values, std::span<const double> b) {
+inline std::vector<double> solve_spd(const CsrPattern& p, std::span<const double> values,
+                                     std::span<const double> b) {
   Eigen::SparseMatrix<double> A = to_eigen(p, values);
   Eigen::SimplicialLDLT<Eigen::SparseMatrix<double>> ldlt(A);
-  Eigen::VectorXd x = ldlt.solve(Eigen::Map<const Eigen::VectorXd>(b.data(), static_cast<Eigen::Index>(b.size())));
+  Eigen::VectorXd x =
+      ldlt.solve(Eigen::Map<const Eigen::VectorXd>(b.data(), static_cast<Eigen::Index>(b.size())));
   return {x.data(), x.data() + x.size()};
 }
 

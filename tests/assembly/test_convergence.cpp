@@ -24,12 +24,13 @@ struct Problem {
 
 // u = sin(πx) cos(πy) + x², -Δu = 2π² sin(πx) cos(πy) - 2 (non-zero on the boundary).
 Problem poisson2d() {
-  return {[](const double* x, double* u) { u[0] = std::sin(pi * x[0]) * std::cos(pi * x[1]) + x[0] * x[0]; },
-          [](const double* x, double* g) {
-            g[0] = pi * std::cos(pi * x[0]) * std::cos(pi * x[1]) + 2 * x[0];
-            g[1] = -pi * std::sin(pi * x[0]) * std::sin(pi * x[1]);
-          },
-          [](const double* x, double* f) { f[0] = 2 * pi * pi * std::sin(pi * x[0]) * std::cos(pi * x[1]) - 2; }};
+  return {
+      [](const double* x, double* u) { u[0] = std::sin(pi * x[0]) * std::cos(pi * x[1]) + x[0] * x[0]; },
+      [](const double* x, double* g) {
+        g[0] = pi * std::cos(pi * x[0]) * std::cos(pi * x[1]) + 2 * x[0];
+        g[1] = -pi * std::sin(pi * x[0]) * std::sin(pi * x[1]);
+      },
+      [](const double* x, double* f) { f[0] = 2 * pi * pi * std::sin(pi * x[0]) * std::cos(pi * x[1]) - 2; }};
 }
 
 // u = sin(πx) sin(πy) sin(πz) + xyz, -Δu = 3π² sin sin sin.
@@ -46,7 +47,8 @@ Problem poisson3d() {
 // Errors of the Poisson solution on the unit square/cube split n times per side.
 Errors solve_poisson(CellType cell, int degree, int n, const Problem& p, bool neumann_right = false) {
   const int dim = fem::cell_info(cell).dim;
-  auto mesh = std::make_shared<const fem::Mesh>(dim == 2 ? fem::mesh::unit_square(cell, n) : fem::mesh::unit_cube(cell, n));
+  auto mesh = std::make_shared<const fem::Mesh>(dim == 2 ? fem::mesh::unit_square(cell, n)
+                                                         : fem::mesh::unit_cube(cell, n));
   const FunctionSpace V(mesh, degree);
   const Assembler a(V);
   std::vector<double> A(a.pattern()->nnz());
@@ -64,11 +66,12 @@ Errors solve_poisson(CellType cell, int degree, int n, const Problem& p, bool ne
   std::vector<Dirichlet> bcs;
   if (neumann_right) {
     // Flux ∂u/∂n = ∂u/∂x on x = 1; Dirichlet elsewhere.
-    a.vector_into(Neumann::scalar({fem::mesh::right}, [&](const double* x) {
-                    double g[3];
-                    p.gradient(x, g);
-                    return g[0];
-                  }),
+    a.vector_into(Neumann::scalar({fem::mesh::right},
+                                  [&](const double* x) {
+                                    double g[3];
+                                    p.gradient(x, g);
+                                    return g[0];
+                                  }),
                   b);
     bcs.push_back({FacetSet::tagged({fem::mesh::left, fem::mesh::bottom, fem::mesh::top}), value});
   } else {
@@ -93,8 +96,9 @@ TEST(Convergence, Poisson2D) {
     CellType cell;
     int degree, n0;
   };
-  for (auto c : {Case{"P1 triangles", CellType::tri3, 1, 8}, Case{"P2 triangles", CellType::tri3, 2, 4},
-                 Case{"Q1 quadrilaterals", CellType::quad4, 1, 8}, Case{"Q2 quadrilaterals", CellType::quad4, 2, 4}}) {
+  for (auto c :
+       {Case{"P1 triangles", CellType::tri3, 1, 8}, Case{"P2 triangles", CellType::tri3, 2, 4},
+        Case{"Q1 quadrilaterals", CellType::quad4, 1, 8}, Case{"Q2 quadrilaterals", CellType::quad4, 2, 4}}) {
     std::vector<Errors> e;
     for (int n = c.n0; n <= 4 * c.n0; n *= 2) e.push_back(solve_poisson(c.cell, c.degree, n, poisson2d()));
     expect_rates(c.name, e, c.degree + 1, c.degree);
@@ -139,11 +143,14 @@ Errors solve_elasticity(CellType cell, int degree, int n) {
     double v = 1;
     for (int d = 0; d < dim; ++d) {
       const int order = (d == i) + (d == j);
-      v *= order == 0 ? std::sin(pi * x[d]) : order == 1 ? pi * std::cos(pi * x[d]) : -pi * pi * std::sin(pi * x[d]);
+      v *= order == 0   ? std::sin(pi * x[d])
+           : order == 1 ? pi * std::cos(pi * x[d])
+                        : -pi * pi * std::sin(pi * x[d]);
     }
     return v;
   };
-  auto mesh = std::make_shared<const fem::Mesh>(dim == 2 ? fem::mesh::unit_square(cell, n) : fem::mesh::unit_cube(cell, n));
+  auto mesh = std::make_shared<const fem::Mesh>(dim == 2 ? fem::mesh::unit_square(cell, n)
+                                                         : fem::mesh::unit_cube(cell, n));
   const FunctionSpace V(mesh, degree, dim);
   const Assembler a(V);
   std::vector<double> A(a.pattern()->nnz());
@@ -184,9 +191,11 @@ TEST(Convergence, NeumannIntegratesTheFacetMeasure) {
     for (int degree : {1, 2}) {
       if (cell == CellType::hex8 && degree == 2) continue;
       const int dim = fem::cell_info(cell).dim;
-      auto mesh = std::make_shared<const fem::Mesh>(dim == 2 ? fem::mesh::unit_square(cell, 3) : fem::mesh::unit_cube(cell, 3));
+      auto mesh = std::make_shared<const fem::Mesh>(dim == 2 ? fem::mesh::unit_square(cell, 3)
+                                                             : fem::mesh::unit_cube(cell, 3));
       const Assembler a(FunctionSpace(mesh, degree));
-      auto b = a.vector(Neumann::scalar({fem::mesh::left, fem::mesh::top}, [](const double*) { return 1.0; }));
+      auto b =
+          a.vector(Neumann::scalar({fem::mesh::left, fem::mesh::top}, [](const double*) { return 1.0; }));
       double total = 0;
       for (double v : b) total += v;
       EXPECT_NEAR(total, 2.0, 1e-13) << fem::cell_info(cell).name << " degree " << degree;

@@ -29,8 +29,8 @@ template <class Form>
 std::set<std::string> free_modes(CellType cell, int degree, int components, const Form& form,
                                  const std::vector<Constraint>& constraints) {
   const int dim = cell_info(cell).dim;
-  auto mesh =
-      std::make_shared<const Mesh>(dim == 2 ? fem::mesh::unit_square(cell, 4) : fem::mesh::unit_cube(cell, 3));
+  auto mesh = std::make_shared<const Mesh>(dim == 2 ? fem::mesh::unit_square(cell, 4)
+                                                    : fem::mesh::unit_cube(cell, 3));
   const FunctionSpace V(mesh, degree, components);
   const Assembler a(V);
   std::vector<double> values(a.pattern()->nnz()), b(V.num_dofs(), 0.0);
@@ -78,7 +78,8 @@ TEST(RigidBodyModes, FreeModesAreExactlyThoseTheConstraintsLeaveIn3D) {
     EXPECT_EQ(free_modes(cell, 1, 3, e, {}).size(), 6u);
     EXPECT_EQ(free_modes(cell, 1, 3, e, {{Side::left, -1}}), Names{});
     // ux = 0 on x = 0 leaves y, z and the rotation about x, whose velocity has no x component.
-    EXPECT_EQ(free_modes(cell, 1, 3, e, {{Side::left, 0}}), (Names{"translation y", "translation z", "rotation x"}));
+    EXPECT_EQ(free_modes(cell, 1, 3, e, {{Side::left, 0}}),
+              (Names{"translation y", "translation z", "rotation x"}));
     EXPECT_EQ(free_modes(cell, 1, 3, e, {{Side::left, 0}, {Side::front, 1}, {Side::bottom, 2}}), Names{});
   }
 }
@@ -92,8 +93,9 @@ TEST(RigidBodyModes, ContrastsAndReactionTermsAreNotMistakenForFreeModes) {
   const Assembler a(V);
   for (double contrast : {1e-8, 1e-12, 1e-15}) {
     std::vector<double> values(a.pattern()->nnz()), b(V.num_dofs(), 0.0);
-    a.matrix_into(Diffusion{Coefficient::function([&](const double* x) { return x[0] < 0.5 ? contrast : 1.0; })},
-                  values);
+    a.matrix_into(
+        Diffusion{Coefficient::function([&](const double* x) { return x[0] < 0.5 ? contrast : 1.0; })},
+        values);
     const Dirichlet left{FacetSet::tagged({Side::left}), nullptr, -1};
     const auto constrained = dirichlet_values(V, std::span(&left, 1));
     apply_dirichlet(constrained, *a.pattern(), values, b);
@@ -132,7 +134,8 @@ TEST(PureNeumann, ZeroMeanSolutionConvergesAtTheOptimalRate) {
     for (auto cell : {CellType::tri3, CellType::quad4}) {
       SCOPED_TRACE(std::string(cell_info(cell).name) + " degree " + std::to_string(degree));
       const int n0 = degree == 1 ? 8 : 4;
-      const double e0 = pure_neumann_l2_error(cell, degree, n0), e1 = pure_neumann_l2_error(cell, degree, 2 * n0),
+      const double e0 = pure_neumann_l2_error(cell, degree, n0),
+                   e1 = pure_neumann_l2_error(cell, degree, 2 * n0),
                    e2 = pure_neumann_l2_error(cell, degree, 4 * n0);
       EXPECT_NEAR(fem::testing::rate(e0, e1), degree + 1, 0.2) << e0 << " " << e1;
       EXPECT_NEAR(fem::testing::rate(e1, e2), degree + 1, 0.2) << e1 << " " << e2;

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "../support/parallel_paths.hpp"
 #include "fem/assembly/assembly.hpp"
 #include "fem/mesh/generate.hpp"
-#include "../support/parallel_paths.hpp"
 #include "helpers.hpp"
 
 namespace {
@@ -23,18 +23,20 @@ struct Case {
   CellType cell;
   int degree;
 };
-const Case kCases[] = {{"P1 tri", CellType::tri3, 1}, {"P2 tri", CellType::tri6, 2}, {"Q1 quad", CellType::quad4, 1},
-                       {"Q2 quad", CellType::quad9, 2}, {"P1 tet", CellType::tet4, 1}, {"P2 tet", CellType::tet10, 2},
+const Case kCases[] = {{"P1 tri", CellType::tri3, 1},   {"P2 tri", CellType::tri6, 2},
+                       {"Q1 quad", CellType::quad4, 1}, {"Q2 quad", CellType::quad9, 2},
+                       {"P1 tet", CellType::tet4, 1},   {"P2 tet", CellType::tet10, 2},
                        {"Q1 hex", CellType::hex8, 1}};
 
 // A slightly distorted box (so cells are not all alike): x -> x + 0.03 sin(2πy)...
 std::shared_ptr<const fem::Mesh> mesh_for(CellType element, int n) {
   const int dim = fem::cell_info(element).dim;
-  const CellType cell = fem::cell_info(element).num_vertices == 3 ? CellType::tri3
+  const CellType cell = fem::cell_info(element).num_vertices == 3               ? CellType::tri3
                         : fem::cell_info(element).num_vertices == 4 && dim == 2 ? CellType::quad4
-                        : fem::cell_info(element).num_vertices == 4 ? CellType::tet4
-                                                                     : CellType::hex8;
-  fem::Mesh m = dim == 2 ? fem::mesh::rectangle(cell, n, n, {0, 0}, {2, 1}) : fem::mesh::box(cell, n, n, n, {0, 0, 0}, {2, 1, 1});
+                        : fem::cell_info(element).num_vertices == 4             ? CellType::tet4
+                                                                                : CellType::hex8;
+  fem::Mesh m = dim == 2 ? fem::mesh::rectangle(cell, n, n, {0, 0}, {2, 1})
+                         : fem::mesh::box(cell, n, n, n, {0, 0, 0}, {2, 1, 1});
   auto d = m.data();
   for (index_t i = 0; i < m.num_nodes(); ++i) {
     double* x = &d.coords[i * dim];
@@ -67,12 +69,14 @@ TEST(Properties, DiffusionIsSymmetricWithZeroRowSums) {
     SCOPED_TRACE(c.name);
     const FunctionSpace V(mesh_for(c.cell, 3), c.degree);
     const Assembler a(V);
-    const auto v = values_of(a, Diffusion{Coefficient::function([](const double* x) { return 1 + x[0] * x[1]; })});
+    const auto v =
+        values_of(a, Diffusion{Coefficient::function([](const double* x) { return 1 + x[0] * x[1]; })});
     const auto& p = *a.pattern();
     expect_symmetric(p, v, 1e-12);
     for (index_t r = 0; r < p.rows(); ++r) {
       double s = 0, scale = 0;
-      for (index_t k = p.row_offsets()[r]; k < p.row_offsets()[r + 1]; ++k) s += v[k], scale += std::abs(v[k]);
+      for (index_t k = p.row_offsets()[r]; k < p.row_offsets()[r + 1]; ++k)
+        s += v[k], scale += std::abs(v[k]);
       EXPECT_NEAR(s, 0.0, 1e-12 * scale) << "row " << r;
     }
   }
@@ -140,7 +144,8 @@ TEST(Properties, BitwiseIdenticalForAnyThreadCount) {
   std::vector<std::vector<double>> runs;
   for (int t : {1, 2, 3, 8}) {
     omp_set_num_threads(t);
-    runs.push_back(values_of(a, Diffusion{Coefficient::function([](const double* x) { return std::exp(x[0]); })}));
+    runs.push_back(
+        values_of(a, Diffusion{Coefficient::function([](const double* x) { return std::exp(x[0]); })}));
     auto b = a.vector(Source{[](const double* x) { return std::sin(7 * x[1]); }});
     runs.back().insert(runs.back().end(), b.begin(), b.end());
   }
@@ -161,7 +166,8 @@ TEST(Properties, BigBlocksAreAFunctionOfTheMeshAndBitwiseIdenticalForAnyThreadCo
     omp_set_num_threads(t);
     plans.push_back(build_plan(V));
     const Assembler a(V);
-    runs.push_back(values_of(a, Diffusion{Coefficient::function([](const double* x) { return 1 + x[0] * x[1]; })}));
+    runs.push_back(
+        values_of(a, Diffusion{Coefficient::function([](const double* x) { return 1 + x[0] * x[1]; })}));
   }
   omp_set_num_threads(before);
   ASSERT_GT(plans[0].block_size, 256);
@@ -182,7 +188,8 @@ TEST(Properties, UserKernelThroughTheExtensionPoint) {
   auto reaction = [](const auto& cv, double* A) {
     for (int q = 0; q < cv.num_points; ++q)
       for (int i = 0; i < cv.n; ++i)
-        for (int j = 0; j < cv.n; ++j) A[i * cv.n + j] += 3.0 * cv.basis(q, i) * cv.basis(q, j) * cv.weight[q];
+        for (int j = 0; j < cv.n; ++j)
+          A[i * cv.n + j] += 3.0 * cv.basis(q, i) * cv.basis(q, j) * cv.weight[q];
   };
   std::vector<double> mine(a.pattern()->nnz());
   a.matrix_into(reaction, 4, mine);

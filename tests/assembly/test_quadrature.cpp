@@ -16,12 +16,18 @@ double factorial(int n) { return n <= 1 ? 1.0 : n * factorial(n - 1); }
 // ∫ x^a y^b z^c over the reference cell.
 double exact(CellType cell, int a, int b, int c) {
   switch (cell) {
-    case CellType::line2: return a % 2 ? 0.0 : 2.0 / (a + 1);
-    case CellType::quad4: return exact(CellType::line2, a, 0, 0) * exact(CellType::line2, b, 0, 0);
-    case CellType::hex8: return exact(CellType::quad4, a, b, 0) * exact(CellType::line2, c, 0, 0);
-    case CellType::tri3: return factorial(a) * factorial(b) / factorial(a + b + 2);
-    case CellType::tet4: return factorial(a) * factorial(b) * factorial(c) / factorial(a + b + c + 3);
-    default: return 0;
+    case CellType::line2:
+      return a % 2 ? 0.0 : 2.0 / (a + 1);
+    case CellType::quad4:
+      return exact(CellType::line2, a, 0, 0) * exact(CellType::line2, b, 0, 0);
+    case CellType::hex8:
+      return exact(CellType::quad4, a, b, 0) * exact(CellType::line2, c, 0, 0);
+    case CellType::tri3:
+      return factorial(a) * factorial(b) / factorial(a + b + 2);
+    case CellType::tet4:
+      return factorial(a) * factorial(b) * factorial(c) / factorial(a + b + c + 3);
+    default:
+      return 0;
   }
 }
 
@@ -36,10 +42,11 @@ TEST(Quadrature, ExactToItsDegree) {
             double s = 0;
             for (int k = 0; k < q.size(); ++k) {
               const double* x = &q.points[k * dim];
-              s += q.weights[k] * std::pow(x[0], a) * (dim > 1 ? std::pow(x[1], b) : 1.0) * (dim > 2 ? std::pow(x[2], c) : 1.0);
+              s += q.weights[k] * std::pow(x[0], a) * (dim > 1 ? std::pow(x[1], b) : 1.0) *
+                   (dim > 2 ? std::pow(x[2], c) : 1.0);
             }
-            EXPECT_NEAR(s, exact(cell, a, b, c), 1e-14 * (1 + std::abs(exact(cell, a, b, c)))) << fem::cell_info(cell).name << " degree " << degree
-                                                        << " monomial " << a << b << c;
+            EXPECT_NEAR(s, exact(cell, a, b, c), 1e-14 * (1 + std::abs(exact(cell, a, b, c))))
+                << fem::cell_info(cell).name << " degree " << degree << " monomial " << a << b << c;
           }
     }
   }

@@ -17,7 +17,8 @@ using fem::CellType;
 void expect_affine_stress(CellType cell, int degree, double E, double nu) {
   const int dim = fem::cell_info(cell).dim;
   const double G[3][3] = {{0.3, -0.2, 0.5}, {0.7, -0.4, 0.1}, {-0.6, 0.25, 0.2}};
-  auto mesh = std::make_shared<const fem::Mesh>(dim == 2 ? fem::mesh::unit_square(cell, 4) : fem::mesh::unit_cube(cell, 2));
+  auto mesh = std::make_shared<const fem::Mesh>(dim == 2 ? fem::mesh::unit_square(cell, 4)
+                                                         : fem::mesh::unit_cube(cell, 2));
   const FunctionSpace V(mesh, degree, dim);
   const Assembler a(V);
   const auto u = interpolate(V, [&](const double* x, double* v) {
@@ -38,7 +39,8 @@ void expect_affine_stress(CellType cell, int degree, double E, double nu) {
   ASSERT_EQ(s.size(), static_cast<std::size_t>(mesh->num_cells()) * 6);
   for (fem::index_t c = 0; c < mesh->num_cells(); ++c)
     for (int k = 0; k < 6; ++k)
-      ASSERT_NEAR(s[c * 6 + k], expected(pairs[k][0], pairs[k][1]), 1e-12 * E) << "cell " << c << " entry " << k;
+      ASSERT_NEAR(s[c * 6 + k], expected(pairs[k][0], pairs[k][1]), 1e-12 * E)
+          << "cell " << c << " entry " << k;
   if (dim == 2) {  // σzz = ν(σxx + σyy) in plane strain
     EXPECT_NEAR(s[2], nu * (s[0] + s[1]), 1e-12 * E);
   }

@@ -45,11 +45,12 @@ Errors solve(const std::shared_ptr<const fem::Mesh>& mesh, int degree) {
   const auto bc = dirichlet_values(V, std::vector<Dirichlet>{{FacetSet::all(), exact}});
   apply_dirichlet(bc, *a.pattern(), A, b);
   const auto u = fem::testing::solve_spd(*a.pattern(), A, b);
-  return errors(a, u, [&](const double* x, double* v) { v[0] = exact(x); },
-                [](const double* x, double* g) {
-                  g[0] = 2 * std::cos(2 * x[0]) * std::exp(x[1]);
-                  g[1] = std::sin(2 * x[0]) * std::exp(x[1]);
-                });
+  return errors(
+      a, u, [&](const double* x, double* v) { v[0] = exact(x); },
+      [](const double* x, double* g) {
+        g[0] = 2 * std::cos(2 * x[0]) * std::exp(x[1]);
+        g[1] = std::sin(2 * x[0]) * std::exp(x[1]);
+      });
 }
 
 TEST(Convergence, UnstructuredGmshMeshRefinedUniformly) {
@@ -61,7 +62,8 @@ TEST(Convergence, UnstructuredGmshMeshRefinedUniformly) {
     std::vector<Errors> e;
     for (const auto& m : meshes) e.push_back(solve(m, degree));
     for (std::size_t k = 1; k < e.size(); ++k) {
-      EXPECT_NEAR(fem::testing::rate(e[k - 1].l2, e[k].l2), degree + 1, 0.25) << "P" << degree << " level " << k;
+      EXPECT_NEAR(fem::testing::rate(e[k - 1].l2, e[k].l2), degree + 1, 0.25)
+          << "P" << degree << " level " << k;
       EXPECT_NEAR(fem::testing::rate(e[k - 1].h1, e[k].h1), degree, 0.25) << "P" << degree << " level " << k;
     }
   }

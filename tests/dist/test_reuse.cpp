@@ -40,7 +40,8 @@ std::vector<double> run_heat(Store& store, const Heat& h, const assembly::Assemb
   a.matrix_into(assembly::Mass{}, mass);
   std::vector<double> u(V.num_dofs(), 0.0), f(V.num_dofs(), 0.0);
   a.vector_into(assembly::Source{[](const double*) { return 1.0; }}, f);
-  const auto bc = assembly::dirichlet_values(V, std::vector{assembly::Dirichlet{assembly::FacetSet::all(), nullptr, -1}}, *map);
+  const auto bc = assembly::dirichlet_values(
+      V, std::vector{assembly::Dirichlet{assembly::FacetSet::all(), nullptr, -1}}, *map);
   std::shared_ptr<const dist::Solver> solver;
   for (int n = 0; n < h.steps; ++n) {
     // M uⁿ (consistent u; partial product of the local M) + dt f, partial.

@@ -12,9 +12,8 @@ const MPI_Comm comm = MPI_COMM_WORLD;
 
 // max |u_dist − u_serial| / max |u_serial| by original node, on every rank.
 template <class Problem>
-double solve_and_compare(const std::string& spec, int degree, int components,
-                         const solve::Options& options, Problem problem,
-                         solve::SolveReport* report = nullptr) {
+double solve_and_compare(const std::string& spec, int degree, int components, const solve::Options& options,
+                         Problem problem, solve::SolveReport* report = nullptr) {
   Store store;
   const auto whole = whole_mesh(comm, spec);
   dist::distribute(comm, whole, "mesh/m", store);
@@ -167,7 +166,8 @@ TEST(Solve, OverlappingDirichletConditionsAgreeWithTheSerialRule) {
   const auto map = dist::index_map(V);
   bool refused = false;
   try {
-    assembly::dirichlet_values(V, std::vector{assembly::Dirichlet{assembly::FacetSet::tagged({9}), nullptr, -1}}, *map);
+    assembly::dirichlet_values(
+        V, std::vector{assembly::Dirichlet{assembly::FacetSet::tagged({9}), nullptr, -1}}, *map);
   } catch (const InvalidArgument& e) {
     refused = std::string(e.what()).find("tag 9") != std::string::npos;
   }

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "fem/expression/expression.hpp"
 #include "fem/error.hpp"
+#include "fem/expression/expression.hpp"
 
 namespace {
 
@@ -140,9 +140,11 @@ TEST(Expression, EveryPointOfABatchIsChecked) {
               std::string::npos)
         << what;
   }
-  const Expression k("--coefficient all", "x - 0.5", 2, fem::expression::Admissible::positive("the coefficient"));
+  const Expression k("--coefficient all", "x - 0.5", 2,
+                     fem::expression::Admissible::positive("the coefficient"));
   EXPECT_THROW(k.evaluate(100, x.data(), v.data()), fem::Error);
-  const Expression ok("--coefficient all", "x + 0.5", 2, fem::expression::Admissible::positive("the coefficient"));
+  const Expression ok("--coefficient all", "x + 0.5", 2,
+                      fem::expression::Admissible::positive("the coefficient"));
   EXPECT_NO_THROW(ok.evaluate(100, x.data(), v.data()));
   EXPECT_THROW(Expression("--source", "1/0", 2), fem::Error);  // a constant: checked when parsed
 }
@@ -164,31 +166,56 @@ TEST(Expression, WhatTheProgramDoesNotCompileRunsThroughMuparser) {
 // are checked against C++'s own arithmetic, not against muparser.
 std::string token_name(const mu::SToken& t) {
   switch (t.Cmd) {
-    case mu::cmLE: return "LE";
-    case mu::cmGE: return "GE";
-    case mu::cmNEQ: return "NEQ";
-    case mu::cmEQ: return "EQ";
-    case mu::cmLT: return "LT";
-    case mu::cmGT: return "GT";
-    case mu::cmADD: return "ADD";
-    case mu::cmSUB: return "SUB";
-    case mu::cmMUL: return "MUL";
-    case mu::cmDIV: return "DIV";
-    case mu::cmPOW: return "POW";
-    case mu::cmLAND: return "LAND";
-    case mu::cmLOR: return "LOR";
-    case mu::cmIF: return "IF";
-    case mu::cmELSE: return "ELSE";
-    case mu::cmENDIF: return "ENDIF";
-    case mu::cmVAR: return "VAR";
-    case mu::cmVAL: return fmt::format("VAL({:g})", t.Val.data2);
-    case mu::cmVARPOW2: return "VARPOW2";
-    case mu::cmVARPOW3: return "VARPOW3";
-    case mu::cmVARPOW4: return "VARPOW4";
-    case mu::cmVARMUL: return fmt::format("VARMUL({:g},{:g})", t.Val.data, t.Val.data2);
-    case mu::cmFUNC: return fmt::format("FUNC[{}]", t.Fun.argc);
-    case mu::cmEND: return "END";
-    default: return fmt::format("?{}", static_cast<int>(t.Cmd));
+    case mu::cmLE:
+      return "LE";
+    case mu::cmGE:
+      return "GE";
+    case mu::cmNEQ:
+      return "NEQ";
+    case mu::cmEQ:
+      return "EQ";
+    case mu::cmLT:
+      return "LT";
+    case mu::cmGT:
+      return "GT";
+    case mu::cmADD:
+      return "ADD";
+    case mu::cmSUB:
+      return "SUB";
+    case mu::cmMUL:
+      return "MUL";
+    case mu::cmDIV:
+      return "DIV";
+    case mu::cmPOW:
+      return "POW";
+    case mu::cmLAND:
+      return "LAND";
+    case mu::cmLOR:
+      return "LOR";
+    case mu::cmIF:
+      return "IF";
+    case mu::cmELSE:
+      return "ELSE";
+    case mu::cmENDIF:
+      return "ENDIF";
+    case mu::cmVAR:
+      return "VAR";
+    case mu::cmVAL:
+      return fmt::format("VAL({:g})", t.Val.data2);
+    case mu::cmVARPOW2:
+      return "VARPOW2";
+    case mu::cmVARPOW3:
+      return "VARPOW3";
+    case mu::cmVARPOW4:
+      return "VARPOW4";
+    case mu::cmVARMUL:
+      return fmt::format("VARMUL({:g},{:g})", t.Val.data, t.Val.data2);
+    case mu::cmFUNC:
+      return fmt::format("FUNC[{}]", t.Fun.argc);
+    case mu::cmEND:
+      return "END";
+    default:
+      return fmt::format("?{}", static_cast<int>(t.Cmd));
   }
 }
 

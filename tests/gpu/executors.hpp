@@ -14,22 +14,24 @@ enum class Target { host, debug_device, cuda };
 
 inline std::string target_name(const ::testing::TestParamInfo<Target>& info) {
   switch (info.param) {
-    case Target::host: return "host";
-    case Target::debug_device: return "debug_device";
-    case Target::cuda: return "cuda";
+    case Target::host:
+      return "host";
+    case Target::debug_device:
+      return "debug_device";
+    case Target::cuda:
+      return "cuda";
   }
   return "unknown";
 }
 
 /// The executor for a target, or GTEST_SKIP (from the calling test) when CUDA is not usable.
-#define FEM_TEST_EXECUTOR(target, exec)                                    \
-  ::fem::gpu::Executor exec = ::fem::gpu::Executor::host();                \
-  if ((target) == ::fem::gpu::testing::Target::debug_device)               \
-    exec = ::fem::gpu::Executor::debug_device();                           \
-  if ((target) == ::fem::gpu::testing::Target::cuda) {                     \
-    std::string fem_reason_;                                               \
-    if (!::fem::gpu::cuda_available(&fem_reason_)) GTEST_SKIP() << fem_reason_; \
-    exec = ::fem::gpu::Executor::cuda();                                   \
+#define FEM_TEST_EXECUTOR(target, exec)                                                                   \
+  ::fem::gpu::Executor exec = ::fem::gpu::Executor::host();                                               \
+  if ((target) == ::fem::gpu::testing::Target::debug_device) exec = ::fem::gpu::Executor::debug_device(); \
+  if ((target) == ::fem::gpu::testing::Target::cuda) {                                                    \
+    std::string fem_reason_;                                                                              \
+    if (!::fem::gpu::cuda_available(&fem_reason_)) GTEST_SKIP() << fem_reason_;                           \
+    exec = ::fem::gpu::Executor::cuda();                                                                  \
   }
 
 inline const auto all_targets = ::testing::Values(Target::host, Target::debug_device, Target::cuda);

@@ -78,7 +78,8 @@ void expect_matches_reference(const Connectivity& conn, const DofMap& d, int bs)
       for (int j = 0; j < n; ++j) {
         const index_t row = d.cell_nodes[c * d.nodes_per_cell + i / bs] * bs + i % bs;
         const index_t col = d.cell_nodes[c * d.nodes_per_cell + j / bs] * bs + j % bs;
-        ASSERT_EQ(conn.element_slots[(c * n + i) * n + j], p.find(row, col)) << "cell " << c << " entry " << i << "," << j;
+        ASSERT_EQ(conn.element_slots[(c * n + i) * n + j], p.find(row, col))
+            << "cell " << c << " entry " << i << "," << j;
       }
 }
 
@@ -136,14 +137,16 @@ TEST_P(ConnectivityTest, DegenerateInputsMatchSortUnique) {
     return d;
   };
   const DofMap shuffled = shuffle_nodes(p1(fem::mesh::unit_cube(CellType::tet4, 4)));
-  expect_matches_reference(build_connectivity(exec, shuffled.cell_nodes, 4, shuffled.num_nodes, 2), shuffled, 2);
+  expect_matches_reference(build_connectivity(exec, shuffled.cell_nodes, 4, shuffled.num_nodes, 2), shuffled,
+                           2);
   // Big enough (131k triangles) for the random numbering to overflow the first, tight pair
   // table: the build retries at half the load.
   const DofMap big = shuffle_nodes(p1(fem::mesh::unit_square(CellType::tri3, 256)));
   expect_matches_reference(build_connectivity(exec, big.cell_nodes, 3, big.num_nodes, 1), big, 1);
 
   const DofMap repeated{{0, 1, 1, 1, 2, 3, 3, 3, 3}, 3, 4};
-  expect_matches_reference(build_connectivity(exec, repeated.cell_nodes, 3, repeated.num_nodes, 1), repeated, 1);
+  expect_matches_reference(build_connectivity(exec, repeated.cell_nodes, 3, repeated.num_nodes, 1), repeated,
+                           1);
 }
 
 // Called from inside a parallel region (nested parallelism off), the host twin's loops get a
@@ -180,12 +183,14 @@ TEST_P(ConnectivityTest, SameResultOnEveryExecutor) {
 TEST_P(ConnectivityTest, EdgesAreTheUniqueVertexPairs) {
   FEM_TEST_EXECUTOR(GetParam(), exec);
   for (auto type : {CellType::tri3, CellType::quad4, CellType::tet4, CellType::hex8}) {
-    const auto m = fem::cell_info(type).dim == 2 ? fem::mesh::unit_square(type, 6) : fem::mesh::unit_cube(type, 3);
+    const auto m =
+        fem::cell_info(type).dim == 2 ? fem::mesh::unit_square(type, 6) : fem::mesh::unit_cube(type, 3);
     const auto edges = number_edges(exec, m);
     const auto local = fem::local_edges(type);
     std::set<std::pair<index_t, index_t>> reference;
     for (index_t c = 0; c < m.num_cells(); ++c)
-      for (auto [a, b] : local) reference.emplace(std::min(m.cell(c)[a], m.cell(c)[b]), std::max(m.cell(c)[a], m.cell(c)[b]));
+      for (auto [a, b] : local)
+        reference.emplace(std::min(m.cell(c)[a], m.cell(c)[b]), std::max(m.cell(c)[a], m.cell(c)[b]));
     EXPECT_EQ(edges.num_edges, static_cast<index_t>(reference.size())) << fem::cell_info(type).name;
     // Each cell's edge ids name its own vertex pairs; ids follow first appearance.
     index_t next = 0;
@@ -219,13 +224,15 @@ TEST_P(ConnectivityTest, BoundaryFacetsOfBoxesAreTheGeneratedSides) {
   };
   for (auto [type, expected] : {Case{CellType::tet4, 6 * 2 * n * n}, Case{CellType::hex8, 6 * n * n},
                                 Case{CellType::tri3, 4 * n}, Case{CellType::quad4, 4 * n}}) {
-    const auto m = fem::cell_info(type).dim == 2 ? fem::mesh::unit_square(type, n) : fem::mesh::unit_cube(type, n);
+    const auto m =
+        fem::cell_info(type).dim == 2 ? fem::mesh::unit_square(type, n) : fem::mesh::unit_cube(type, n);
     const auto bf = find_boundary_facets(exec, m);
     ASSERT_EQ(bf.size(), expected) << fem::cell_info(type).name;
     // The same facets as the generator's tagged sides.
     std::set<std::vector<index_t>> found, generated;
     for (index_t f = 0; f < bf.size(); ++f) {
-      std::vector<index_t> v(bf.vertices.begin() + f * bf.vertices_per_facet, bf.vertices.begin() + (f + 1) * bf.vertices_per_facet);
+      std::vector<index_t> v(bf.vertices.begin() + f * bf.vertices_per_facet,
+                             bf.vertices.begin() + (f + 1) * bf.vertices_per_facet);
       std::sort(v.begin(), v.end());
       found.insert(v);
     }
@@ -247,7 +254,8 @@ TEST_P(ConnectivityTest, BoundaryFacetsOfBoxesAreTheGeneratedSides) {
       } else {
         const std::array<double, 3> e1{p(1, 0) - p(0, 0), p(1, 1) - p(0, 1), p(1, 2) - p(0, 2)};
         const std::array<double, 3> e2{p(2, 0) - p(0, 0), p(2, 1) - p(0, 1), p(2, 2) - p(0, 2)};
-        normal = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+        normal = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+                  e1[0] * e2[1] - e1[1] * e2[0]};
       }
       double dot = 0;
       for (int d = 0; d < 3; ++d) dot += normal[d] * (fc[d] - cc[d]);
@@ -259,7 +267,8 @@ TEST_P(ConnectivityTest, BoundaryFacetsOfBoxesAreTheGeneratedSides) {
   EXPECT_EQ(find_boundary_facets(exec, m).num_facets, (4 * m.num_cells() + 6 * 2 * n * n) / 2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Executors, ConnectivityTest, fem::gpu::testing::all_targets, fem::gpu::testing::target_name);
+INSTANTIATE_TEST_SUITE_P(Executors, ConnectivityTest, fem::gpu::testing::all_targets,
+                         fem::gpu::testing::target_name);
 
 TEST(Connectivity, BadDofMapsAreRejected) {
   const std::vector<index_t> cells{0, 1, 2, 1, 2, 5};

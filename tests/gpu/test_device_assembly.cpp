@@ -195,7 +195,7 @@ TEST_P(DeviceAssemblyExec, ReassemblyDoesNoConnectivityWorkAndNoUpload) {
   store.put("mesh/cube", mesh::unit_cube(CellType::tet4, 6));
   const FunctionSpace V("mesh/cube", 1, 1, store);
   const Assembler first(V, exec);
-  EXPECT_EQ(store.counter("assembly.pattern_builds"), 1);  // built on the executor
+  EXPECT_EQ(store.counter("assembly.pattern_builds"), 1);       // built on the executor
   EXPECT_EQ(store.counter("assembly.device_mesh_uploads"), 0);  // uploaded at the first device assembly
   auto values = first.values_buffer();
   first.matrix_into_device(Diffusion{1.0}, values);

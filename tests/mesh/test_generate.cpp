@@ -7,10 +7,10 @@
 #include <optional>
 #include <string>
 
+#include "../support/scoped_env.hpp"
 #include "fem/error.hpp"
 #include "fem/memory.hpp"
 #include "fem/mesh/generate.hpp"
-#include "../support/scoped_env.hpp"
 
 namespace {
 
@@ -21,14 +21,16 @@ double signed_measure(const fem::Mesh& m, fem::index_t c) {
   const auto v = m.cell(c);
   auto p = [&](int i, int d) { return m.node(v[i])[d]; };
   switch (m.cell_type()) {
-    case CellType::line2: return p(1, 0) - p(0, 0);
+    case CellType::line2:
+      return p(1, 0) - p(0, 0);
     case CellType::tri3:
       return 0.5 * ((p(1, 0) - p(0, 0)) * (p(2, 1) - p(0, 1)) - (p(2, 0) - p(0, 0)) * (p(1, 1) - p(0, 1)));
     case CellType::quad4:  // parallelogram cells: area = |(v1-v0) x (v3-v0)|
       return (p(1, 0) - p(0, 0)) * (p(3, 1) - p(0, 1)) - (p(3, 0) - p(0, 0)) * (p(1, 1) - p(0, 1));
     case CellType::tet4:
     case CellType::hex8: {
-      const int a = 1, b = m.cell_type() == CellType::tet4 ? 2 : 3, cc = m.cell_type() == CellType::tet4 ? 3 : 4;
+      const int a = 1, b = m.cell_type() == CellType::tet4 ? 2 : 3,
+                cc = m.cell_type() == CellType::tet4 ? 3 : 4;
       double e[3][3];
       for (int d = 0; d < 3; ++d) {
         e[0][d] = p(a, d) - p(0, d);
@@ -40,7 +42,8 @@ double signed_measure(const fem::Mesh& m, fem::index_t c) {
                          e[0][2] * (e[1][0] * e[2][1] - e[1][1] * e[2][0]);
       return m.cell_type() == CellType::tet4 ? det / 6.0 : det;
     }
-    default: return 0;
+    default:
+      return 0;
   }
 }
 
@@ -61,13 +64,26 @@ void expect_facets_on_sides(const fem::Mesh& m, std::array<double, 3> lo, std::a
     int axis = 0;
     bool upper = false;
     switch (tag) {
-      case fem::mesh::left: axis = 0; break;
-      case fem::mesh::right: axis = 0, upper = true; break;
-      case fem::mesh::bottom: axis = m.gdim() == 3 ? 2 : 1; break;
-      case fem::mesh::top: axis = m.gdim() == 3 ? 2 : 1, upper = true; break;
-      case fem::mesh::front: axis = 1; break;
-      case fem::mesh::back: axis = 1, upper = true; break;
-      default: FAIL() << "unexpected tag " << tag;
+      case fem::mesh::left:
+        axis = 0;
+        break;
+      case fem::mesh::right:
+        axis = 0, upper = true;
+        break;
+      case fem::mesh::bottom:
+        axis = m.gdim() == 3 ? 2 : 1;
+        break;
+      case fem::mesh::top:
+        axis = m.gdim() == 3 ? 2 : 1, upper = true;
+        break;
+      case fem::mesh::front:
+        axis = 1;
+        break;
+      case fem::mesh::back:
+        axis = 1, upper = true;
+        break;
+      default:
+        FAIL() << "unexpected tag " << tag;
     }
     for (auto v : m.facet(f)) EXPECT_DOUBLE_EQ(m.node(v)[axis], upper ? hi[axis] : lo[axis]) << "facet " << f;
   }

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "../support/test_dir.hpp"
 #include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
-#include "../support/test_dir.hpp"
 #include "fem/mesh/generate.hpp"
 #include "fem/mesh/vtu.hpp"
 

@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../support/test_dir.hpp"
 #include "fem/atomic_file.hpp"
 #include "fem/error.hpp"
-#include "../support/test_dir.hpp"
 #include "fem/mesh/vtu.hpp"
 #include "fem/mesh/write_gmsh.hpp"
 #include "test_check_util.hpp"

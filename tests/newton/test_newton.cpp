@@ -139,8 +139,10 @@ TEST_F(Newton, Bratu1DContinuationFindsTheFold) {
   auto u = initial(s);
   nt::ContinuationOptions c{.start = 0.5, .end = 4.0, .step = 0.5, .min_step = 1e-3};
   const auto r = nt::continuation(
-      [&](double lambda) { return nt::assembled_problem(s.assembler, bratu(lambda), s.bc, "newton/bratu1d-fold"); }, u,
-      c);
+      [&](double lambda) {
+        return nt::assembled_problem(s.assembler, bratu(lambda), s.bc, "newton/bratu1d-fold");
+      },
+      u, c);
   EXPECT_FALSE(r.reached_end);
   EXPECT_NEAR(r.last_parameter, 3.513830719, 0.01 * 3.513830719);
   EXPECT_TRUE(all_finite(u));
@@ -170,7 +172,9 @@ TEST_F(Newton, Bratu2DContinuationGetsWithinOnePercentOfTheFold) {
   nt::Options o;
   o.max_iterations = 15;  // warm starts converge in a few; a failure near the fold fails fast
   const auto r = nt::continuation(
-      [&](double lambda) { return nt::assembled_problem(s.assembler, bratu(lambda), s.bc, "newton/bratu2d-fold"); },
+      [&](double lambda) {
+        return nt::assembled_problem(s.assembler, bratu(lambda), s.bc, "newton/bratu2d-fold");
+      },
       u, c, o);
   EXPECT_FALSE(r.reached_end);
   EXPECT_GT(r.failures, 0);
@@ -182,16 +186,18 @@ TEST_F(Newton, PLaplacianConvergesWithLineSearch) {
   const Case s = setup(fem::mesh::unit_square(CellType::tri3, 24), "newton/plap");
   // Start from the Laplace solution (the p-Laplacian Jacobian vanishes at u = 0).
   auto u = initial(s);
-  const auto warm = nt::solve(nt::assembled_problem(s.assembler, p_laplacian(2.0, [](const double*) { return 1.0; }),
-                                                    s.bc, "newton/plap"),
-                              u);
+  const auto warm =
+      nt::solve(nt::assembled_problem(s.assembler, p_laplacian(2.0, [](const double*) { return 1.0; }), s.bc,
+                                      "newton/plap"),
+                u);
   ASSERT_TRUE(warm.converged);
   nt::Options o;
   o.line_search = nt::LineSearch::backtracking;
   o.rtol = 1e-10;
-  const auto r = nt::solve(
-      nt::assembled_problem(s.assembler, p_laplacian(4.0, [](const double*) { return 1.0; }), s.bc, "newton/plap"),
-      u, o);
+  const auto r =
+      nt::solve(nt::assembled_problem(s.assembler, p_laplacian(4.0, [](const double*) { return 1.0; }), s.bc,
+                                      "newton/plap"),
+                u, o);
   EXPECT_TRUE(r.converged) << nt::to_string(r.reason) << " after " << r.iterations;
   for (const auto& it : r.history) EXPECT_LE(it.step_length, 1.0);
   // The residual decreases monotonically: that is what the line search guarantees.
@@ -205,8 +211,8 @@ struct LaggedRun {
   nt::Result result;
   std::int64_t factorizations = 0, symbolic_analyses = 0;
 };
-LaggedRun run_bratu(const Case& s, double lambda, const std::string& key, nt::Lagging lagging, std::vector<double>& u,
-                    double rtol = 1e-10, double atol = 1e-10) {
+LaggedRun run_bratu(const Case& s, double lambda, const std::string& key, nt::Lagging lagging,
+                    std::vector<double>& u, double rtol = 1e-10, double atol = 1e-10) {
   auto& store = fem::store();
   u = initial(s);
   nt::Options o;
@@ -293,7 +299,8 @@ TEST_F(Newton, AndersonOnALinearProblemIsGmresOnTheStaleJacobian) {
   std::vector<double> B, A;
   std::vector<double> c(n), d(n), e(n), f(n), b(n);
   for (int i = 0; i < n; ++i) {
-    c[i] = std::sin(1.0 + i), d[i] = 0.8 * std::cos(0.3 * i), e[i] = 0.5 + 0.01 * i, f[i] = std::sin(0.7 * i) / n;
+    c[i] = std::sin(1.0 + i), d[i] = 0.8 * std::cos(0.3 * i), e[i] = 0.5 + 0.01 * i,
+    f[i] = std::sin(0.7 * i) / n;
     b[i] = 1.0 + 0.1 * i;
   }
   for (int i = 0; i < n; ++i) {
@@ -339,8 +346,8 @@ TEST_F(Newton, AndersonOnALinearProblemIsGmresOnTheStaleJacobian) {
 // loop (Assembler::vector_into / matrix_into with a user kernel): the reference the assembly
 // engine's chunked, factored passes are held to.
 template <class CV>
-void pointwise(const NonlinearForm& form, const CV& cv, int q, double* a, double* da_du, double* da_dg, double& s,
-               double& ds_du, double* ds_dg) {
+void pointwise(const NonlinearForm& form, const CV& cv, int q, double* a, double* da_du, double* da_dg,
+               double& s, double& ds_du, double* ds_dg) {
   double u = cv.u_value(q), g[3];
   cv.u_grad(q, g);
   form.integrand(1, CV::dim, cv.point(q), &u, g, a, da_du, da_dg, &s, &ds_du, ds_dg);
@@ -432,14 +439,17 @@ TEST_F(Newton, NonlinearEngineAgreesWithAPointwiseKernel) {
       std::vector<double> F2(n, 1.0);
       const fem::CsrMatrix J2 = p.residual_and_jacobian(u, F2);
       EXPECT_EQ(F2, F) << name << " " << space_name;
-      EXPECT_TRUE(std::equal(J.values().begin(), J.values().end(), J2.values().begin())) << name << " " << space_name;
+      EXPECT_TRUE(std::equal(J.values().begin(), J.values().end(), J2.values().begin()))
+          << name << " " << space_name;
       // The form one point at a time (NonlinearForm::pointwise) is the same form.
       const NonlinearForm one = NonlinearForm::pointwise(
-          [&form](const double* x, double uq, const double* g, int dim, double* av, double* dad, double* dag) {
+          [&form](const double* x, double uq, const double* g, int dim, double* av, double* dad,
+                  double* dag) {
             double sv, dsd, dsg[3];
             form.integrand(1, dim, x, &uq, g, av, dad, dag, &sv, &dsd, dsg);
           },
-          [&form](const double* x, double uq, const double* g, int dim, double* sv, double* dsd, double* dsg) {
+          [&form](const double* x, double uq, const double* g, int dim, double* sv, double* dsd,
+                  double* dsg) {
             double av[3], dad[3], dag[9];
             form.integrand(1, dim, x, &uq, g, av, dad, dag, sv, dsd, dsg);
           });
@@ -485,13 +495,14 @@ TEST_F(Newton, TimingsAndRecycledFactorizations) {
   for (double x : {t.residual, t.jacobian, t.factorization, t.solve, t.other}) EXPECT_GE(x, 0.0);
   EXPECT_GT(t.jacobian, 0.0);  // full Newton: every residual is assembled with a Jacobian (fused)
   EXPECT_GT(t.factorization, 0.0);
-  EXPECT_NEAR(t.residual + t.jacobian + t.factorization + t.solve + t.other, r.seconds, 1e-6 + 1e-3 * r.seconds);
+  EXPECT_NEAR(t.residual + t.jacobian + t.factorization + t.solve + t.other, r.seconds,
+              1e-6 + 1e-3 * r.seconds);
 }
 
 // F(x) = (x₀² + x₁² − 4, x₀ − x₁) from the user's own callbacks: root (√2, √2).
 nt::Problem circle_problem(const std::string& name) {
   auto pattern = std::make_shared<const fem::CsrPattern>(2, 2, std::vector<fem::index_t>{0, 2, 4},
-                                                          std::vector<fem::index_t>{0, 1, 0, 1});
+                                                         std::vector<fem::index_t>{0, 1, 0, 1});
   nt::Problem p;
   p.name = name;
   p.residual = [](std::span<const double> x, std::span<double> F) {
@@ -603,11 +614,13 @@ struct TestLayout final : fem::Layout {
 class WrappedSolver final : public fem::solve::LinearSolver {
  public:
   explicit WrappedSolver(const fem::Layout& layout = fem::Layout::serial())
-      : LinearSolver(nt::Options{}.linear), inner_(fem::solve::make_solver(nt::Options{}.linear)), layout_(layout) {}
+      : LinearSolver(nt::Options{}.linear),
+        inner_(fem::solve::make_solver(nt::Options{}.linear)),
+        layout_(layout) {}
   const fem::Layout& layout() const noexcept override { return layout_; }
   int factorizations = 0, solves = 0;
   std::vector<std::string> keys;
-  std::function<void()> before_factorize;                                // may throw
+  std::function<void()> before_factorize;                                    // may throw
   std::function<std::optional<fem::solve::SolveReport>()> instead_of_solve;  // a report replaces the solve
 
  protected:

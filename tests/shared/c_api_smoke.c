@@ -4,13 +4,12 @@
 
 #include "fem/c_api.h"
 
-#define CHECK(cond)                                                          \
-  do {                                                                       \
-    if (!(cond)) {                                                           \
-      fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, \
-              #cond, fem_last_error());                                      \
-      return 1;                                                              \
-    }                                                                        \
+#define CHECK(cond)                                                                                   \
+  do {                                                                                                \
+    if (!(cond)) {                                                                                    \
+      fprintf(stderr, "%s:%d: check failed: %s (%s)\n", __FILE__, __LINE__, #cond, fem_last_error()); \
+      return 1;                                                                                       \
+    }                                                                                                 \
   } while (0)
 
 int main(void) {

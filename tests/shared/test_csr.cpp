@@ -27,9 +27,9 @@ TEST(CsrPattern, FindAndRows) {
 }
 
 TEST(CsrPattern, ValidationNamesTheRow) {
-  EXPECT_THROW(fem::CsrPattern(2, 2, {0, 1}, {0}), fem::InvalidArgument);            // offsets size
-  EXPECT_THROW(fem::CsrPattern(2, 2, {1, 1, 2}, {0, 1}), fem::InvalidArgument);      // start
-  EXPECT_THROW(fem::CsrPattern(2, 2, {0, 1, 3}, {0, 1}), fem::InvalidArgument);      // end
+  EXPECT_THROW(fem::CsrPattern(2, 2, {0, 1}, {0}), fem::InvalidArgument);        // offsets size
+  EXPECT_THROW(fem::CsrPattern(2, 2, {1, 1, 2}, {0, 1}), fem::InvalidArgument);  // start
+  EXPECT_THROW(fem::CsrPattern(2, 2, {0, 1, 3}, {0, 1}), fem::InvalidArgument);  // end
   try {
     fem::CsrPattern(2, 2, {0, 2, 3}, {1, 0, 1});
     FAIL();

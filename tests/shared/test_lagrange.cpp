@@ -29,7 +29,8 @@ TEST(Lagrange, NodalAndPartitionOfUnity) {
     std::vector<double> phi(n), grad(n * dim);
     for (int j = 0; j < n; ++j) {
       ASSERT_TRUE(fem::lagrange_eval(t, x[j].data(), phi.data(), grad.data()));
-      for (int i = 0; i < n; ++i) EXPECT_NEAR(phi[i], i == j ? 1.0 : 0.0, 1e-14) << "phi_" << i << " at node " << j;
+      for (int i = 0; i < n; ++i)
+        EXPECT_NEAR(phi[i], i == j ? 1.0 : 0.0, 1e-14) << "phi_" << i << " at node " << j;
     }
     const double xi[3] = {0.13, 0.21, 0.07};
     fem::lagrange_eval(t, xi, phi.data(), grad.data());
@@ -78,13 +79,15 @@ TEST(Lagrange, ReferenceNodesOfSecondOrderCells) {
 
 TEST(Lagrange, EdgeNodesFollowLocalEdges) {
   // The edge node k of a second-order simplex sits at the midpoint of local edge k.
-  for (auto [second, first] : {std::pair{CellType::tri6, CellType::tri3}, std::pair{CellType::tet10, CellType::tet4}}) {
+  for (auto [second, first] :
+       {std::pair{CellType::tri6, CellType::tri3}, std::pair{CellType::tet10, CellType::tet4}}) {
     const auto x = nodes(second);
     const auto edges = fem::local_edges(first);
     const int nv = fem::cell_info(first).num_nodes;
     for (std::size_t k = 0; k < edges.size(); ++k)
       for (int d = 0; d < 3; ++d)
-        EXPECT_DOUBLE_EQ(x[nv + k][d], 0.5 * (x[edges[k][0]][d] + x[edges[k][1]][d])) << fem::cell_info(second).name;
+        EXPECT_DOUBLE_EQ(x[nv + k][d], 0.5 * (x[edges[k][0]][d] + x[edges[k][1]][d]))
+            << fem::cell_info(second).name;
   }
 }
 

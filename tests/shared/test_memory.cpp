@@ -10,9 +10,9 @@
 #include <optional>
 #include <string>
 
+#include "../support/scoped_env.hpp"
 #include "fem/error.hpp"
 #include "fem/memory.hpp"
-#include "../support/scoped_env.hpp"
 
 namespace {
 

@@ -243,7 +243,8 @@ TEST(Eviction, DerivedEntriesThatAreNotEvictableStayUntilTheirInputChanges) {
   // What fem::dist needs for values whose release is collective (a distributed factorization).
   Store s(1000);
   const auto v = s.put("A", Blob{100});
-  s.get_or_compute<Blob>("A#factor", {{"A", v}}, [] { return Blob{800}; }, /*evictable=*/false);
+  s.get_or_compute<Blob>(
+      "A#factor", {{"A", v}}, [] { return Blob{800}; }, /*evictable=*/false);
   s.put("cache", Blob{600}, fem::PutOptions().cache());
   s.set_byte_budget(1);
   EXPECT_TRUE(s.contains("A#factor"));

@@ -3,10 +3,9 @@
 // convection–diffusion (unsymmetric).
 #pragma once
 
+#include <cmath>
 #include <fem/csr.hpp>
 #include <fem/solve/solve.hpp>
-
-#include <cmath>
 #include <map>
 #include <memory>
 #include <random>
@@ -116,8 +115,8 @@ inline std::vector<double> random_vector(std::size_t n, unsigned seed = 1) {
   return v;
 }
 
-inline double relative_residual(const CsrMatrix& a, std::span<const double> x,
-                                std::span<const double> b, bool transpose = false) {
+inline double relative_residual(const CsrMatrix& a, std::span<const double> x, std::span<const double> b,
+                                bool transpose = false) {
   std::vector<double> r(b.size());
   if (transpose)
     a.multiply_transpose(x, r);

@@ -1,10 +1,9 @@
 // The factorization cache: hits, staleness on a new version, symbolic reuse on new values,
 // patterns as keys (never just sizes), eviction that frees memory, transpose and block solves,
 // refinement, and concurrent solves on one cached factorization.
-#include <fem/solve/solve.hpp>
-
 #include <gtest/gtest.h>
 
+#include <fem/solve/solve.hpp>
 #include <thread>
 
 #include "matrices.hpp"
@@ -13,7 +12,6 @@ namespace fem::solve {
 namespace {
 
 using test::relative_residual;
-
 
 TEST(Cache, HitMissAndCounters) {
   for (Backend backend : test::backends()) {
@@ -203,8 +201,8 @@ TEST(Cache, ConcurrentSolvesOnOneCachedFactorization) {
         for (int r = 0; r < rounds; ++r) {
           const auto b = test::random_vector(n, static_cast<unsigned>(100 * t + r));
           auto x = (r % 3 == 2) ? solve_transpose(s, "A", b, o) : solve(s, "A", b, o);
-          worst[static_cast<std::size_t>(t)] = std::max(
-              worst[static_cast<std::size_t>(t)], relative_residual(a, x, b, r % 3 == 2));
+          worst[static_cast<std::size_t>(t)] =
+              std::max(worst[static_cast<std::size_t>(t)], relative_residual(a, x, b, r % 3 == 2));
         }
       });
     for (auto& th : pool) th.join();

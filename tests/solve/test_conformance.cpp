@@ -1,12 +1,11 @@
 // One conformance suite that every backend passes: SPD, symmetric indefinite and unsymmetric
 // matrices, through compute() and analyze/factorize/solve, refactorizing new values on the same
 // pattern, transpose and block solves; plus the fill check of every backend/ordering pair.
-#include <fem/solve/solve.hpp>
-#include <fem/solve/detail/backends.hpp>
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fem/solve/detail/backends.hpp>
+#include <fem/solve/solve.hpp>
 #include <functional>
 
 #include "matrices.hpp"
@@ -134,8 +133,7 @@ TEST(Fill, EveryBackendOrderingPairWithinTwiceTheBest) {
   const CsrMatrix matrices[] = {test::laplacian_2d(60), test::laplacian_3d(16),
                                 test::laplacian_2d(60, 0.0, 0.4)};
   for (const CsrMatrix& a : matrices) {
-    for (Backend backend : {Backend::cholmod, Backend::umfpack, Backend::klu, Backend::ldlt,
-                            Backend::lu}) {
+    for (Backend backend : {Backend::cholmod, Backend::umfpack, Backend::klu, Backend::ldlt, Backend::lu}) {
       if (!available(backend)) continue;
       std::vector<std::pair<Ordering, std::size_t>> fill;
       if ((backend == Backend::cholmod || backend == Backend::ldlt) && !is_symmetric(a)) continue;
@@ -149,9 +147,9 @@ TEST(Fill, EveryBackendOrderingPairWithinTwiceTheBest) {
       std::size_t best = fill.front().second;
       for (auto [o, nz] : fill) best = std::min(best, nz);
       for (auto [o, nz] : fill)
-        EXPECT_LE(nz, (o == Ordering::colamd ? 3 : 2) * best) << to_string(backend) << " with " << to_string(o) << ": " << nz
-                                << " factor nonzeros, best ordering " << best << " (n = "
-                                << a.rows() << ")";
+        EXPECT_LE(nz, (o == Ordering::colamd ? 3 : 2) * best)
+            << to_string(backend) << " with " << to_string(o) << ": " << nz
+            << " factor nonzeros, best ordering " << best << " (n = " << a.rows() << ")";
     }
   }
 }
@@ -161,12 +159,9 @@ TEST(Ordering, AutomaticChoiceFollowsSizeAndDimension) {
   const CsrMatrix cube = test::laplacian_3d(22), square = test::laplacian_2d(110);
   const Ordering nd = available(Ordering::metis) ? Ordering::metis : Ordering::amd;
   EXPECT_EQ(detail::resolve_ordering(Backend::cholmod, Ordering::automatic, cube.pattern()), nd);
-  EXPECT_EQ(detail::resolve_ordering(Backend::cholmod, Ordering::automatic, square.pattern()),
-            Ordering::amd);
-  EXPECT_EQ(detail::resolve_ordering(Backend::klu, Ordering::colamd, square.pattern()),
-            Ordering::colamd);
-  EXPECT_EQ(detail::resolve_ordering(Backend::umfpack, Ordering::automatic,
-                                     test::laplacian_2d(10).pattern()),
+  EXPECT_EQ(detail::resolve_ordering(Backend::cholmod, Ordering::automatic, square.pattern()), Ordering::amd);
+  EXPECT_EQ(detail::resolve_ordering(Backend::klu, Ordering::colamd, square.pattern()), Ordering::colamd);
+  EXPECT_EQ(detail::resolve_ordering(Backend::umfpack, Ordering::automatic, test::laplacian_2d(10).pattern()),
             Ordering::amd);
 }
 

@@ -12,8 +12,8 @@
 #include <random>
 #include <set>
 
-#include "matrices.hpp"
 #include "../support/scoped_env.hpp"
+#include "matrices.hpp"
 
 namespace fem::solve {
 namespace {
@@ -59,8 +59,7 @@ TEST(Errors, SingularMatrixIsAStatusNamingTheColumn) {
 }
 
 TEST(Errors, NonFiniteEntriesAreNamed) {
-  for (double bad : {std::numeric_limits<double>::quiet_NaN(),
-                     std::numeric_limits<double>::infinity()}) {
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
     const CsrMatrix a = test::laplacian_2d(6);
     std::vector<double> v(a.values().begin(), a.values().end());
     const auto p = a.pattern().find(7, 8);
@@ -81,8 +80,8 @@ TEST(Errors, NonFiniteEntriesAreNamed) {
 }
 
 TEST(Errors, NonSquareAndSizeMismatch) {
-  auto p = std::make_shared<const CsrPattern>(2, 3, std::vector<index_t>{0, 2, 3},
-                                              std::vector<index_t>{0, 2, 1});
+  auto p =
+      std::make_shared<const CsrPattern>(2, 3, std::vector<index_t>{0, 2, 3}, std::vector<index_t>{0, 2, 1});
   const CsrMatrix rect(p, {1.0, 2.0, 3.0});
   const CsrMatrix a = test::laplacian_2d(5);
   for (Backend backend : backends()) {

@@ -3,11 +3,10 @@
 // normalized solution, the same on every backend; incompatible data are refused with their
 // defect; and a backend that "succeeds" on a singular or numerically singular matrix never
 // hands back its result (every store solve checks ‖b − Ax‖/‖b‖).
-#include <fem/solve/solve.hpp>
-
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fem/solve/solve.hpp>
 #include <limits>
 #include <numeric>
 
@@ -155,8 +154,8 @@ TEST(SingularSystems, DeclaredNullSpaceIsNormalizedByItsFunctionalsAndChecked) {
   std::vector<double> wx = ex, wy = ey;
   wx[0] = 10.0;
   wy[1] = 10.0;
-  const auto ns = std::make_shared<const NullSpace>(a0.rows(), std::vector{ex, ey}, std::vector<std::string>{"x", "y"},
-                                                    std::vector{wx, wy});
+  const auto ns = std::make_shared<const NullSpace>(a0.rows(), std::vector{ex, ey},
+                                                    std::vector<std::string>{"x", "y"}, std::vector{wx, wy});
   const CsrMatrix a(a0.pattern_ptr(), std::vector<double>(a0.values().begin(), a0.values().end()), ns);
   const auto b = compatible_data(n, bs);
   for (Backend backend : backends()) {
@@ -175,7 +174,8 @@ TEST(SingularSystems, DeclaredNullSpaceIsNormalizedByItsFunctionalsAndChecked) {
   std::vector<double> ramp(n);
   for (std::size_t i = 0; i < n; ++i) ramp[i] = static_cast<double>(i);
   const CsrMatrix wrong(a0.pattern_ptr(), std::vector<double>(a0.values().begin(), a0.values().end()),
-                        std::make_shared<const NullSpace>(a0.rows(), std::vector<std::vector<double>>{ramp}, std::vector<std::string>{"ramp"}));
+                        std::make_shared<const NullSpace>(a0.rows(), std::vector<std::vector<double>>{ramp},
+                                                          std::vector<std::string>{"ramp"}));
   auto f = make_factorization(Backend::lu);
   const Result r = f->compute(wrong);
   EXPECT_EQ(r.status, Status::invalid_input);
@@ -215,8 +215,9 @@ TEST(SingularSystems, BadlyScaledRegularMatricesHaveNoNullSpace) {
     v[static_cast<std::size_t>(k.pattern().find(i, i))] += 0.01;  // the mass
   }
   const CsrMatrix heat(k.pattern_ptr(), std::move(v));
-  EXPECT_EQ(find_null_space(heat, {std::vector<double>(static_cast<std::size_t>(heat.rows()), 1.0)}, {"constant"}),
-            nullptr);
+  EXPECT_EQ(
+      find_null_space(heat, {std::vector<double>(static_cast<std::size_t>(heat.rows()), 1.0)}, {"constant"}),
+      nullptr);
   const auto b = test::random_vector(static_cast<std::size_t>(heat.rows()));  // incompatible: fine here
   for (Backend backend : backends()) {
     SCOPED_TRACE(std::string(to_string(backend)));
@@ -260,7 +261,8 @@ TEST(ResidualCheck, ABackendThatFactorizesASingularMatrixNeverHandsBackItsResult
       EXPECT_FALSE(r) << "returned a result with relative residual " << r.residual;
       if (!r) {
         EXPECT_TRUE(r.status == Status::inaccurate || r.status == Status::singular) << r.reason;
-        EXPECT_NE(r.reason.find(std::string(to_string(factorization(s, "A", o)->backend()))), std::string::npos)
+        EXPECT_NE(r.reason.find(std::string(to_string(factorization(s, "A", o)->backend()))),
+                  std::string::npos)
             << r.reason;
       }
       EXPECT_THROW(solve(s, "A", b, o), NumericalError);
@@ -339,8 +341,8 @@ TEST(ResidualCheck, EveryStoreSolveReportsItsRelativeResidual) {
     EXPECT_GT(r.amplification, 0.0);
     EXPECT_EQ(r.compatibility_defect, -1.0);  // no null space
     // Switched off, nothing is computed.
-    const SolveReport off =
-        solve(s, "A", b, x, {.backend = backend, .max_relative_residual = std::numeric_limits<double>::infinity()});
+    const SolveReport off = solve(
+        s, "A", b, x, {.backend = backend, .max_relative_residual = std::numeric_limits<double>::infinity()});
     ASSERT_TRUE(off);
     EXPECT_EQ(off.residual, -1.0);
   }

@@ -31,7 +31,8 @@ void distribute(std::shared_ptr<const Mesh> whole, const std::string& key, Store
 /// Distribution).
 bool distributed(const Store& store, const std::string& mesh_key);
 std::shared_ptr<const Layout> index_map(const assembly::FunctionSpace& V);
-std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V, const solve::Options& options);
+std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V,
+                                                 const solve::Options& options);
 /// Gathers the fields of a distributed mesh on rank 0 into one .vtu of the whole mesh.
 void write_gathered(const std::string& path, const Store& store, const std::string& mesh_key,
                     std::span<const mesh::Field> points, std::span<const mesh::Field> cells);

@@ -65,11 +65,12 @@ struct CachedFactorization {
 CachedFactorization cached_factorization(Store& store, const std::string& key, const Options& options,
                                          std::shared_ptr<const Factorization> retired = nullptr);
 
-/// X = A⁻¹B (or A⁻ᵀB) with `f`, a factorization of `matrix` (needed only for a residual): data made compatible with a null
-/// space at this call's tolerance; with `check`, the residual measured (and refined where
-/// `options` ask) and an answer the residual refuses reported (Options::max_relative_residual).
+/// X = A⁻¹B (or A⁻ᵀB) with `f`, a factorization of `matrix` (needed only for a residual): data made
+/// compatible with a null space at this call's tolerance; with `check`, the residual measured (and refined
+/// where `options` ask) and an answer the residual refuses reported (Options::max_relative_residual).
 SolveReport checked_solve(const Factorization& f, const CsrMatrix* matrix, std::span<const double> B,
-                          std::span<double> X, index_t nrhs, bool transpose, const Options& options, bool check);
+                          std::span<double> X, index_t nrhs, bool transpose, const Options& options,
+                          bool check);
 
 /// The ordering `requested` resolves to for `backend` on `pattern` (never automatic).
 Ordering resolve_ordering(Backend backend, Ordering requested, const CsrPattern& pattern);

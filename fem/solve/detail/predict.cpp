@@ -1,13 +1,13 @@
 // Too large is said early: the fill of a symmetric factorization from the elimination tree and
 // column counts, and the check of a symbolic analysis' prediction against the memory available
 // (see docs/solve.md, "Too large for the machine").
-#include <fem/solve/solve.hpp>
-#include <fem/solve/detail/backends.hpp>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <fem/memory.hpp>
-#include <fmt/format.h>
+#include <fem/solve/detail/backends.hpp>
+#include <fem/solve/solve.hpp>
 
 namespace fem::solve::detail {
 

@@ -55,7 +55,9 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   std::ostream& stream();
-  void write(std::string_view bytes) { stream().write(bytes.data(), static_cast<std::streamsize>(bytes.size())); }
+  void write(std::string_view bytes) {
+    stream().write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
   /// Flushes, closes and renames the temporary file over the target. Throws fem::Error naming
   /// the target and the system's reason ("No space left on device") when any write failed; the
   /// target is then untouched.

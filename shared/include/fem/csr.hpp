@@ -22,8 +22,7 @@ class CsrPattern {
  public:
   /// Validates the structure: offsets start at 0, never decrease and end at nnz; columns are
   /// in range and strictly increasing within each row. Throws InvalidArgument naming the row.
-  CsrPattern(index_t rows, index_t cols, std::vector<index_t> row_offsets,
-             std::vector<index_t> col_indices);
+  CsrPattern(index_t rows, index_t cols, std::vector<index_t> row_offsets, std::vector<index_t> col_indices);
 
   /// For builders whose rows are sorted and in range by construction (the connectivity
   /// builder): the structure is checked only in debug builds (a tenth of a connectivity build
@@ -43,9 +42,9 @@ class CsrPattern {
   std::span<const index_t> row_offsets() const noexcept { return row_offsets_; }
   std::span<const index_t> col_indices() const noexcept { return col_indices_; }
   std::span<const index_t> row(index_t r) const noexcept {
-    return std::span<const index_t>(col_indices_).subspan(
-        static_cast<std::size_t>(row_offsets_[r]),
-        static_cast<std::size_t>(row_offsets_[r + 1] - row_offsets_[r]));
+    return std::span<const index_t>(col_indices_)
+        .subspan(static_cast<std::size_t>(row_offsets_[r]),
+                 static_cast<std::size_t>(row_offsets_[r + 1] - row_offsets_[r]));
   }
   /// Position of (row, col) in the values array, or -1 when it is not in the pattern.
   std::int64_t find(index_t row, index_t col) const noexcept;

@@ -2,16 +2,16 @@
 // and says what went wrong and where (the key, the shapes, the file and line).
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <exception>
-#include <type_traits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace fem {
 
@@ -163,9 +163,8 @@ auto agreed(F&& f, Agree&& agree) -> std::invoke_result_t<F> {
 
 /// Check a precondition; on failure throw fem::InvalidArgument with a fmt-formatted message.
 /// The message is formatted only when the check fails.
-#define FEM_EXPECTS(cond, ...)                                                          \
-  do {                                                                                  \
-    if (!(cond)) [[unlikely]]                                                           \
-      ::fem::detail::throw_invalid_argument(__FILE__, __LINE__, #cond,                  \
-                                            ::fmt::format(__VA_ARGS__));                \
+#define FEM_EXPECTS(cond, ...)                                                                      \
+  do {                                                                                              \
+    if (!(cond)) [[unlikely]]                                                                       \
+      ::fem::detail::throw_invalid_argument(__FILE__, __LINE__, #cond, ::fmt::format(__VA_ARGS__)); \
   } while (false)

@@ -175,7 +175,8 @@ struct Lagrange<CellType::hex8> {
     detail::line1(x[0], a, da);
     detail::line1(x[1], b, db);
     detail::line1(x[2], c, dc);
-    constexpr int ix[8] = {0, 1, 1, 0, 0, 1, 1, 0}, iy[8] = {0, 0, 1, 1, 0, 0, 1, 1}, iz[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+    constexpr int ix[8] = {0, 1, 1, 0, 0, 1, 1, 0}, iy[8] = {0, 0, 1, 1, 0, 0, 1, 1},
+                  iz[8] = {0, 0, 0, 0, 1, 1, 1, 1};
     for (int k = 0; k < 8; ++k) {
       phi[k] = a[ix[k]] * b[iy[k]] * c[iz[k]];
       grad[k][0] = da[ix[k]] * b[iy[k]] * c[iz[k]];

@@ -63,7 +63,9 @@ class Layout {
   /// fem::dist runs a PETSc solver there).
   virtual bool distributed() const noexcept { return false; }
   /// Entries of the global vector, given this process's local size.
-  virtual std::int64_t global_size(std::size_t local_size) const { return static_cast<std::int64_t>(local_size); }
+  virtual std::int64_t global_size(std::size_t local_size) const {
+    return static_cast<std::int64_t>(local_size);
+  }
   /// Whether this process owns local entry `i` (counts it in global sums).
   virtual bool owns(index_t) const noexcept { return true; }
   /// Σ aᵢbᵢ over the global vector, for consistent vectors.

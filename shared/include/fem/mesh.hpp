@@ -18,19 +18,31 @@ namespace fem {
 
 /// Cell types, Gmsh's first- and second-order Lagrange elements. Node order within a cell is
 /// Gmsh's (vertices first, then edge, face and interior nodes; see docs/ARCHITECTURE.md).
-enum class CellType : std::uint8_t { point, line2, line3, tri3, tri6, quad4, quad9, tet4, tet10, hex8, hex27 };
+enum class CellType : std::uint8_t {
+  point,
+  line2,
+  line3,
+  tri3,
+  tri6,
+  quad4,
+  quad9,
+  tet4,
+  tet10,
+  hex8,
+  hex27
+};
 
 struct CellTypeInfo {
   CellType type;
-  std::string_view name;   ///< "tri3", "hex27", ...
-  int dim;                 ///< topological dimension
-  int num_nodes;           ///< nodes per cell
-  int num_vertices;        ///< corner nodes per cell
-  int order;               ///< polynomial order of the geometry
-  CellType facet;          ///< type of its facets (the first facet for mixed prisms: none here)
+  std::string_view name;  ///< "tri3", "hex27", ...
+  int dim;                ///< topological dimension
+  int num_nodes;          ///< nodes per cell
+  int num_vertices;       ///< corner nodes per cell
+  int order;              ///< polynomial order of the geometry
+  CellType facet;         ///< type of its facets (the first facet for mixed prisms: none here)
   int num_facets;
-  int gmsh_type;           ///< Gmsh element type number
-  int vtk_type;            ///< VTK cell type number
+  int gmsh_type;  ///< Gmsh element type number
+  int vtk_type;   ///< VTK cell type number
 };
 
 const CellTypeInfo& cell_info(CellType type);
@@ -56,15 +68,15 @@ class Mesh {
  public:
   /// Everything a mesh holds; build one and hand it to the Mesh constructor, which checks it.
   struct Data {
-    int gdim = 0;                    ///< coordinate dimension 1..3
+    int gdim = 0;  ///< coordinate dimension 1..3
     CellType cell_type = CellType::tri3;
-    std::vector<double> coords;      ///< num_nodes × gdim
-    std::vector<index_t> cells;      ///< num_cells × nodes per cell
-    std::vector<int> cell_tags;      ///< physical tag per cell (empty: all 0)
-    std::vector<index_t> facets;     ///< tagged boundary facets, num_facets × nodes per facet
-    std::vector<int> facet_tags;     ///< physical tag per facet (empty: all 0)
+    std::vector<double> coords;   ///< num_nodes × gdim
+    std::vector<index_t> cells;   ///< num_cells × nodes per cell
+    std::vector<int> cell_tags;   ///< physical tag per cell (empty: all 0)
+    std::vector<index_t> facets;  ///< tagged boundary facets, num_facets × nodes per facet
+    std::vector<int> facet_tags;  ///< physical tag per facet (empty: all 0)
     std::vector<PhysicalName> names;
-    std::string source;              ///< where it came from (a file name), for messages
+    std::string source;  ///< where it came from (a file name), for messages
   };
 
   /// Checks sizes, node references and that coordinates are finite; throws InvalidArgument

@@ -77,14 +77,16 @@ class NullSpace {
 /// vector searched and a few n × (candidates) dense blocks.
 std::shared_ptr<const NullSpace> find_null_space(const CsrMatrix& matrix,
                                                  const std::vector<std::vector<double>>& candidates,
-                                                 const std::vector<std::string>& names, double tolerance = 1e-12,
+                                                 const std::vector<std::string>& names,
+                                                 double tolerance = 1e-12,
                                                  const std::vector<std::vector<double>>& within = {});
 
 /// The null space spanned by combinations of named candidate vectors (one coefficient per
 /// candidate in each row of `combinations`), brought to reduced row echelon form so that a null
 /// space that some candidates span is reported as those candidates ("translation y") and a
 /// combination by its terms ("rotation z + 0.5 translation x"); nullptr for no combination.
-std::shared_ptr<const NullSpace> named_null_space(index_t size, const std::vector<std::vector<double>>& candidates,
+std::shared_ptr<const NullSpace> named_null_space(index_t size,
+                                                  const std::vector<std::vector<double>>& candidates,
                                                   const std::vector<std::string>& names,
                                                   std::vector<std::vector<double>> combinations);
 

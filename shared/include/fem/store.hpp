@@ -14,9 +14,9 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <type_traits>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -120,8 +120,8 @@ class Store {
     FEM_EXPECTS(value != nullptr, "store key '{}': cannot put a null value", key);
     if (!options.bytes) options.bytes = bytes_of(*value);
     if (!options.residency) options.residency = residency_of(*value);
-    return put_erased(key, std::static_pointer_cast<const void>(std::move(value)),
-                      type_name<T>::value, std::move(options));
+    return put_erased(key, std::static_pointer_cast<const void>(std::move(value)), type_name<T>::value,
+                      std::move(options));
   }
 
   /// Publish a value by moving it into a new immutable object.
@@ -146,8 +146,7 @@ class Store {
   /// Like get, but nullptr when the key is absent (still TypeError on the wrong type).
   template <Storable T>
   std::shared_ptr<const T> find(std::string_view key) const {
-    return std::static_pointer_cast<const T>(
-        get_erased(key, type_name<T>::value, /*required=*/false).first);
+    return std::static_pointer_cast<const T>(get_erased(key, type_name<T>::value, /*required=*/false).first);
   }
 
   /// The cached value derived from `inputs` under `key`, or, when it is absent or was derived
@@ -161,10 +160,10 @@ class Store {
   /// must happen on every process together (a distributed factorization, fem::dist) is kept out
   /// of the per-process LRU eviction; it still goes when an input changes or on erase().
   template <Storable T, class Compute>
-  std::shared_ptr<const T> get_or_compute(std::string_view key, std::vector<Input> inputs,
-                                          Compute&& compute, bool evictable = true) {
-    auto value = get_or_compute_erased(
-        key, type_name<T>::value, std::move(inputs), evictable, [&]() -> Computed {
+  std::shared_ptr<const T> get_or_compute(std::string_view key, std::vector<Input> inputs, Compute&& compute,
+                                          bool evictable = true) {
+    auto value =
+        get_or_compute_erased(key, type_name<T>::value, std::move(inputs), evictable, [&]() -> Computed {
           std::shared_ptr<const T> v;
           if constexpr (std::is_convertible_v<decltype(compute()), std::shared_ptr<const T>>)
             v = compute();
@@ -234,10 +233,9 @@ class Store {
   };
   struct Impl;
 
-  Version put_erased(std::string_view key, std::shared_ptr<const void> value,
-                     std::string_view type, PutOptions options);
-  std::pair<std::shared_ptr<const void>, Version> get_erased(std::string_view key,
-                                                             std::string_view type,
+  Version put_erased(std::string_view key, std::shared_ptr<const void> value, std::string_view type,
+                     PutOptions options);
+  std::pair<std::shared_ptr<const void>, Version> get_erased(std::string_view key, std::string_view type,
                                                              bool required) const;
   std::shared_ptr<const void> get_or_compute_erased(std::string_view key, std::string_view type,
                                                     std::vector<Input> inputs, bool evictable,

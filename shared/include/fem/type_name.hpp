@@ -26,7 +26,9 @@ enum class Residency : unsigned char { host, device };
 /// A value's residency: its `residency()` member if it has one, else host.
 template <class T>
 Residency residency_of(const T& value) {
-  if constexpr (requires { { value.residency() } -> std::convertible_to<Residency>; })
+  if constexpr (requires {
+                  { value.residency() } -> std::convertible_to<Residency>;
+                })
     return value.residency();
   else
     return Residency::host;
@@ -35,7 +37,9 @@ Residency residency_of(const T& value) {
 /// Bytes held by a stored value: its `bytes()` member if it has one, else sizeof.
 template <class T>
 std::size_t bytes_of(const T& value) {
-  if constexpr (requires { { value.bytes() } -> std::convertible_to<std::size_t>; })
+  if constexpr (requires {
+                  { value.bytes() } -> std::convertible_to<std::size_t>;
+                })
     return value.bytes();
   else
     return sizeof(T);
@@ -45,8 +49,8 @@ std::size_t bytes_of(const T& value) {
 
 /// Register a type with a stable name; use at global scope, once, in the type's header:
 ///   FEM_TYPE_NAME(my::Field, "my::Field");
-#define FEM_TYPE_NAME(Type, Name)                          \
-  template <>                                              \
-  struct fem::type_name<Type> {                            \
-    static constexpr std::string_view value = Name;        \
+#define FEM_TYPE_NAME(Type, Name)                   \
+  template <>                                       \
+  struct fem::type_name<Type> {                     \
+    static constexpr std::string_view value = Name; \
   }

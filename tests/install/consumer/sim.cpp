@@ -1,7 +1,6 @@
 // Uses the installed headers and libraries: put, derive, read back.
-#include <fem/shared.hpp>
-
 #include <cstdio>
+#include <fem/shared.hpp>
 
 int main() {
   auto& s = fem::store();

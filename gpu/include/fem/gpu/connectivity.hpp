@@ -60,11 +60,11 @@ EdgeNumbering number_edges(const Executor& exec, const Mesh& mesh);
 /// its local facet (fem::local_facets()); their vertices are ordered as that cell's facet, so
 /// the normal points out of the domain.
 struct BoundaryFacets {
-  std::vector<index_t> vertices;        ///< size() × vertices per facet
+  std::vector<index_t> vertices;  ///< size() × vertices per facet
   std::vector<index_t> cell;
   std::vector<std::int8_t> local_facet;
   int vertices_per_facet = 0;
-  index_t num_facets = 0;               ///< all facets of the mesh, interior ones included
+  index_t num_facets = 0;  ///< all facets of the mesh, interior ones included
   index_t size() const noexcept { return static_cast<index_t>(cell.size()); }
 };
 BoundaryFacets find_boundary_facets(const Executor& exec, const Mesh& mesh);

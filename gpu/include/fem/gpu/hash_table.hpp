@@ -22,7 +22,8 @@ namespace fem::gpu {
 template <class K, class V>
 class HashTable {
   static_assert(std::is_same_v<K, std::uint64_t> || std::is_same_v<K, Key128>, "keys are 64 or 128 bits");
-  static_assert(std::is_same_v<V, std::uint32_t> || std::is_same_v<V, std::uint64_t>, "values are 32 or 64 bits");
+  static_assert(std::is_same_v<V, std::uint32_t> || std::is_same_v<V, std::uint64_t>,
+                "values are 32 or 64 bits");
 
  public:
   using key_type = K;

@@ -116,7 +116,8 @@ struct HostAtomics {
     }
     std::atomic_ref<T> r(*p);
     T cur = r.load(std::memory_order_relaxed);
-    while (v < cur && !r.compare_exchange_weak(cur, v, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+    while (v < cur &&
+           !r.compare_exchange_weak(cur, v, std::memory_order_acq_rel, std::memory_order_relaxed)) {
     }
   }
   /// Returns the previous value. Plain arithmetic while the host launcher runs a loop on one
@@ -153,7 +154,8 @@ struct DeviceAtomics {
   /// (the 128-bit keys' lo word after their hi word).
   template <class T>
   __device__ static T load_acquire(const T* p) {
-    return cuda::atomic_ref<T, cuda::thread_scope_device>(*const_cast<T*>(p)).load(cuda::memory_order_acquire);
+    return cuda::atomic_ref<T, cuda::thread_scope_device>(*const_cast<T*>(p))
+        .load(cuda::memory_order_acquire);
   }
   /// A plain (relaxed) store. No fence: within an insert kernel nobody reads the values, and the
   /// kernel boundary orders them for the next kernel; where an order is needed (a 128-bit key's
@@ -182,7 +184,8 @@ struct DeviceAtomics {
   template <class T>
   __device__ static T fetch_add(T* p, T v) {
     if constexpr (sizeof(T) == 8)
-      return static_cast<T>(atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v)));
+      return static_cast<T>(
+          atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v)));
     else
       return static_cast<T>(atomicAdd(reinterpret_cast<unsigned int*>(p), static_cast<unsigned int>(v)));
   }
@@ -239,7 +242,8 @@ FEM_HD_INLINE ProbeResult insert_key_from(const TableRef<K, V>& t, const K& key,
       // The writer stored lo, fenced, then stored hi: read hi again with acquire before lo, or
       // (on the device's weak memory) lo may still read its old contents after hi reads new.
       if (cur != T::empty_hi) cur = A::load_acquire(hi);
-      if (cur == key.hi && A::load(&t.keys[slot].lo) == key.lo) return {std::uint32_t(slot), std::uint32_t(probes), false, false};
+      if (cur == key.hi && A::load(&t.keys[slot].lo) == key.lo)
+        return {std::uint32_t(slot), std::uint32_t(probes), false, false};
     }
     slot = (slot + 1) & t.mask;
   }
@@ -294,7 +298,8 @@ FEM_HD_INLINE ProbeResult insert_one(const TableRef<K, V>& t, const K& key, V va
 /// A key that found no room gets slot not_found: every slots[i] is written, so the later phases
 /// never index the table with an unwritten slot (the batch is then reported full).
 template <class A, class K, class V>
-FEM_HD_INLINE ProbeResult mark_one(const TableRef<K, V>& t, const K& key, std::uint64_t i, std::uint32_t* slots) {
+FEM_HD_INLINE ProbeResult mark_one(const TableRef<K, V>& t, const K& key, std::uint64_t i,
+                                   std::uint32_t* slots) {
   const ProbeResult r = insert_key<A>(t, key);
   if (!r.full) A::fetch_min(&t.values[r.slot], V(pending_bit<V> | V(i)));
   slots[i] = r.full ? not_found : r.slot;
@@ -305,15 +310,15 @@ FEM_HD_INLINE ProbeResult mark_one(const TableRef<K, V>& t, const K& key, std::u
 /// batch of a key that was not numbered before. The raw value is kept in ids[i] for phase 3
 /// (empty_value for a key that found no room).
 template <class K, class V>
-FEM_HD_INLINE std::uint32_t first_occurrence_flag(const TableRef<K, V>& t, std::uint64_t i, const std::uint32_t* slots,
-                                                  V* ids) {
+FEM_HD_INLINE std::uint32_t first_occurrence_flag(const TableRef<K, V>& t, std::uint64_t i,
+                                                  const std::uint32_t* slots, V* ids) {
   if (slots[i] == not_found) {
     ids[i] = empty_value<V>;
     return 0u;
   }
   const V v = t.values[slots[i]];
   ids[i] = v;
-  return (v & pending_bit<V>) && V(v & ~pending_bit<V>) == V(i) ? 1u : 0u;
+  return (v & pending_bit<V>)&&V(v & ~pending_bit<V>) == V(i) ? 1u : 0u;
 }
 
 /// Phase 3: the id of occurrence i: its old id, or base + the rank of its key's first occurrence
@@ -321,7 +326,8 @@ FEM_HD_INLINE std::uint32_t first_occurrence_flag(const TableRef<K, V>& t, std::
 /// first occurrence order whatever the thread count or the device. A key that found no room
 /// keeps empty_value (never a pending value: batches hold fewer than 2^31 keys).
 template <class V>
-FEM_HD_INLINE void resolve_id(std::uint64_t i, V base, const std::uint32_t* ranks, V* ids, std::uint8_t* is_new) {
+FEM_HD_INLINE void resolve_id(std::uint64_t i, V base, const std::uint32_t* ranks, V* ids,
+                              std::uint8_t* is_new) {
   const V v = ids[i];
   if (v == empty_value<V>) {
     if (is_new) is_new[i] = 0;
