@@ -37,23 +37,6 @@ std::vector<std::array<double, 3>> vertices_of(CellType first_order) {
   }
 }
 
-CellType first_order(CellType t) {
-  switch (t) {
-    case CellType::line3:
-      return CellType::line2;
-    case CellType::tri6:
-      return CellType::tri3;
-    case CellType::quad9:
-      return CellType::quad4;
-    case CellType::tet10:
-      return CellType::tet4;
-    case CellType::hex27:
-      return CellType::hex8;
-    default:
-      return t;
-  }
-}
-
 std::vector<std::array<double, 3>> make_nodes(CellType t) {
   const CellType base = first_order(t);
   auto x = vertices_of(base);
@@ -112,6 +95,23 @@ bool lagrange_eval(CellType type, const double* xi, double* phi, double* grad) {
       return eval<CellType::hex8>(xi, phi, grad);
     default:
       return false;
+  }
+}
+
+CellType first_order(CellType type) noexcept {
+  switch (type) {
+    case CellType::line3:
+      return CellType::line2;
+    case CellType::tri6:
+      return CellType::tri3;
+    case CellType::quad9:
+      return CellType::quad4;
+    case CellType::tet10:
+      return CellType::tet4;
+    case CellType::hex27:
+      return CellType::hex8;
+    default:
+      return type;
   }
 }
 

@@ -28,7 +28,7 @@ double min_det(const fem::Mesh& m) {
 
 // Every node of every cell where the first-order map of the cell's corners puts it (straight cells).
 void expect_consistent_nodes(const fem::Mesh& m) {
-  const CellType first = fem::test::first_order_of(m.cell_type());
+  const CellType first = fem::first_order(m.cell_type());
   const auto ref = fem::reference_nodes(m.cell_type());
   for (index_t c = 0; c < m.num_cells(); ++c)
     for (int k = 0; k < m.nodes_per_cell(); ++k) {

@@ -12,23 +12,6 @@
 
 namespace fem::test {
 
-inline CellType first_order_of(CellType t) {
-  switch (t) {
-    case CellType::tri6:
-      return CellType::tri3;
-    case CellType::quad9:
-      return CellType::quad4;
-    case CellType::tet10:
-      return CellType::tet4;
-    case CellType::hex27:
-      return CellType::hex8;
-    case CellType::line3:
-      return CellType::line2;
-    default:
-      return t;
-  }
-}
-
 /// Position of reference point xi mapped by the first-order geometry of cell c.
 inline std::array<double, 3> map_point(const Mesh& m, index_t c, CellType first,
                                        const std::array<double, 3>& xi) {
@@ -102,17 +85,17 @@ inline Mesh elevate(const Mesh& m, CellType to) {
 
 /// A small mesh of every cell type the tests cover.
 inline Mesh small_mesh(CellType t, index_t n = 3) {
-  switch (first_order_of(t)) {
+  switch (fem::first_order(t)) {
     case CellType::line2:
       return t == CellType::line2 ? mesh::interval(n) : elevate(mesh::interval(n), t);
     case CellType::tri3:
     case CellType::quad4: {
-      auto m = mesh::rectangle(first_order_of(t), n, n + 1, {0.0, -1.0}, {2.0, 0.5});
-      return t == first_order_of(t) ? m : elevate(m, t);
+      auto m = mesh::rectangle(fem::first_order(t), n, n + 1, {0.0, -1.0}, {2.0, 0.5});
+      return t == fem::first_order(t) ? m : elevate(m, t);
     }
     default: {
-      auto m = mesh::box(first_order_of(t), n, n, n + 1, {0.0, 0.0, -1.0}, {1.0, 3.0, 0.5});
-      return t == first_order_of(t) ? m : elevate(m, t);
+      auto m = mesh::box(fem::first_order(t), n, n, n + 1, {0.0, 0.0, -1.0}, {1.0, 3.0, 0.5});
+      return t == fem::first_order(t) ? m : elevate(m, t);
     }
   }
 }

@@ -191,6 +191,9 @@ struct Lagrange<CellType::hex8> {
 /// fem::local_facets() (hex27) and of the cell (quad9, hex27).
 std::span<const std::array<double, 3>> reference_nodes(CellType type);
 
+/// The first-order type of the same shape (tri6 → tri3, hex27 → hex8; a first-order type itself).
+CellType first_order(CellType type) noexcept;
+
 /// Run-time form: values phi[n] and reference gradients grad[n * dim] of the Lagrange element
 /// of `type` at xi. Returns false for types without compile-time elements (point, hex27).
 bool lagrange_eval(CellType type, const double* xi, double* phi, double* grad);
