@@ -73,13 +73,11 @@ void run_elasticity(const ElasticityOptions& o) {
 
   Stopwatch w;
   std::vector<double> values = prefaulted_vector<double>(a.pattern()->nnz()), b(a.space().num_dofs(), 0.0);
+  run.check_tags(tractions);
   run.local([&] {
     a.matrix_into(material, values);
     if (body_force) a.vector_into(assembly::VectorSource{*body_force}, b);
-    for (const auto& n : tractions) {
-      assembly::check_facet_tags(mesh, n.tags, run.layout());
-      a.vector_into(n, b);
-    }
+    for (const auto& n : tractions) a.vector_into(n, b);
   });
   const auto bc = assembly::dirichlet_values(a.space(), dirichlet, run.layout());
   assembly::apply_dirichlet(bc, *a.pattern(), values, b);

@@ -77,13 +77,11 @@ void run_heat(const HeatOptions& o) {
   std::vector<double> fixed(n, 0.0),
       u;  // fixed: dt · (Neumann fluxes; the source too when it does not use t)
   const bool source_uses_t = source && source->uses_time();
+  run.check_tags(neumann);
   run.local([&] {
     a.matrix_into(assembly::Mass{}, mass);
     a.matrix_into(assembly::Diffusion{k}, values);
-    for (const auto& nm : neumann) {
-      assembly::check_facet_tags(mesh, nm.tags, run.layout());
-      a.vector_into(nm, fixed);
-    }
+    for (const auto& nm : neumann) a.vector_into(nm, fixed);
     if (source && !source_uses_t)
       a.vector_into(assembly::Source{source->function(), source->batch_function()}, fixed);
     u = assembly::interpolate(V, initial->function());

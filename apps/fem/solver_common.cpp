@@ -10,7 +10,6 @@
 #include <cstring>
 #include <iostream>
 #include <map>
-#include <set>
 
 #include "fem/atomic_file.hpp"
 #include "fem/dist/runtime.hpp"
@@ -48,16 +47,11 @@ assembly::FacetSet facets(const Mesh& mesh, const std::string& option, const std
 
 std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, const std::string& tag) {
   if (tag != "all") return {facet_tag(mesh, option, tag)};
-  std::set<int> all(mesh.facet_tags().begin(), mesh.facet_tags().end());
-  // The share of the whole boundary a part of a distributed mesh lists is no tag of the user's;
-  // a part may have no tagged facet (the whole mesh was checked on rank 0).
-  if (const auto boundary = mesh.tag_of(boundary_facets_name, mesh.tdim() - 1)) {
-    all.erase(*boundary);
-    return {all.begin(), all.end()};
-  }
-  if (all.empty())
+  std::vector<int> all = mesh.tags(mesh.tdim() - 1);
+  // A part of a distributed mesh may have no tagged facet (the whole mesh was checked on rank 0).
+  if (all.empty() && !mesh.tag_of(boundary_facets_name, mesh.tdim() - 1))
     throw Error(fmt::format("{} all: mesh '{}' has no tagged boundary facets", option, mesh.source()));
-  return {all.begin(), all.end()};
+  return all;
 }
 
 std::vector<TaggedExpression> tagged_values(const Mesh& mesh, const std::string& option,
@@ -333,6 +327,10 @@ void Run::make_space(int components, bool spd, const solve::Options& base) {
   }
   solver_ = dist::make_solver(*V_, s);
   t.connectivity = w.seconds();
+}
+
+void Run::check_tags(const std::vector<assembly::Neumann>& fluxes) const {
+  for (const auto& n : fluxes) assembly::check_facet_tags(*mesh_, n.tags, *layout_);
 }
 
 void Run::publish_and_factorize(const std::string& key, std::vector<double> values,

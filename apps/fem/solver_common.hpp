@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fem/assembly/assembly.hpp"
+#include "fem/dist/runtime.hpp"
 #include "fem/expression/expression.hpp"
 #include "fem/mesh.hpp"
 #include "fem/mesh/vtu.hpp"
@@ -133,11 +134,16 @@ class Run {
   const Layout& layout() const noexcept { return *layout_; }
   const std::shared_ptr<solve::LinearSolver>& solver() const noexcept { return solver_; }
 
-  /// f() on every process, its failure agreed (every process throws the failing one's error).
+  /// f() on every process, its failure agreed (every process throws the failing one's error):
+  /// a phase that may fail on one process alone (options, assembly, output) before the next
+  /// collective call.
   template <class F>
   auto local(F&& f) const {
-    return layout_->processes().collective(std::forward<F>(f));
+    return dist::processes().collective(std::forward<F>(f));
   }
+  /// The facet tags of fluxes checked against the whole mesh (collective: before the local
+  /// assembly that uses them, whose failure may be one process's alone).
+  void check_tags(const std::vector<assembly::Neumann>& fluxes) const;
   /// Publishes the constrained system under `key` (assembly::system_matrix: its null space;
   /// timed with the assembly), then factorizes it (timed).
   void publish_and_factorize(const std::string& key, std::vector<double> values,

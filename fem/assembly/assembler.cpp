@@ -1,5 +1,6 @@
-// The library's forms through the assembly templates: the kernels of detail/kernels.hpp with
-// host coefficients, and the quasilinear residual and Jacobian.
+// The library's bilinear and linear forms through the assembly templates (the kernels of
+// detail/kernels.hpp with host coefficients), or through the device engine on a device executor.
+// The nonlinear forms are nonlinear.cpp's.
 #include "fem/assembly/assembler.hpp"
 
 #include "fem/assembly/boundary.hpp"

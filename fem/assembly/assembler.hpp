@@ -69,6 +69,9 @@ class Assembler {
   /// The device copies of the mesh (cells in colour order) and of the element→slot map.
   const DeviceMesh& device_mesh() const;
   const DevicePlan& device_plan() const;
+
+  // --- on the host, whatever the executor ---------------------------------------------------
+
   /// The Jacobian of a nonlinear form at u.
   void jacobian_into(const NonlinearForm& form, std::span<const double> u, std::span<double> values) const;
   /// A user's element kernel (see assemble.hpp), with a quadrature exact to `quadrature_degree`.

@@ -18,24 +18,16 @@
 namespace fem::assembly {
 
 void check_facet_tags(const Mesh& mesh, std::span<const int> tags, const Layout& layout) {
-  if (!layout.distributed() && mesh.tag_of(boundary_facets_name, mesh.tdim() - 1))
+  const int dim = mesh.tdim() - 1;
+  if (!layout.distributed() && mesh.tag_of(boundary_facets_name, dim))
     return;  // a part of a distributed mesh, without its layout: the caller checked the whole
-  std::vector<int> present(mesh.facet_tags().begin(), mesh.facet_tags().end());
-  if (const auto internal = mesh.tag_of(boundary_facets_name, mesh.tdim() - 1))
-    present.erase(std::remove(present.begin(), present.end(), *internal), present.end());
-  present = layout.processes().merge(std::move(present));
+  const std::vector<int> present = layout.processes().merge(mesh.tags(dim));
   for (int tag : tags) {
     if (std::binary_search(present.begin(), present.end(), tag)) continue;
-    std::string list;
-    for (int t : present) {
-      const auto name = mesh.name_of(mesh.tdim() - 1, t);
-      list +=
-          fmt::format("{}{}{}", list.empty() ? "" : ", ", t, name.empty() ? "" : fmt::format(" '{}'", name));
-    }
-    const auto name = mesh.name_of(mesh.tdim() - 1, tag);
+    const auto name = mesh.name_of(dim, tag);
     throw InvalidArgument(fmt::format("mesh '{}' has no boundary facet with tag {}{}; its facet tags are: {}",
                                       mesh.source(), tag, name.empty() ? "" : fmt::format(" '{}'", name),
-                                      list.empty() ? "none" : list));
+                                      mesh.describe_tags(present, dim)));
   }
 }
 

@@ -206,15 +206,7 @@ int fem_apply_dirichlet(const fem_space* space, const int32_t* tags, int32_t nta
     assembly::apply_dirichlet(bc, A->pattern(), values, rhs);
     // A null space the matrix carried is what the new conditions may leave free (the library's
     // rule, assembly::system_matrix): decided again; a matrix without one cannot gain one.
-    if (!A->null_space()) {
-      store.put(mkey, fem::CsrMatrix(A->pattern_ptr(), std::move(values)));
-    } else {
-      const assembly::Assembler assembler(V);
-      FEM_EXPECTS(
-          assembler.pattern() == A->pattern_ptr() || assembler.pattern()->same_structure(A->pattern()),
-          "{}: the matrix under '{}' is not on the pattern of the space {}", name, mkey, V.name());
-      store.put(mkey, assembly::system_matrix(assembler, std::move(values), bc));
-    }
+    store.put(mkey, assembly::constrained_matrix(*A, V, std::move(values), bc));
     store.put(vkey, fem::Array<double>(std::move(rhs)));
   });
 }

@@ -59,6 +59,15 @@ CsrMatrix system_matrix(const Assembler& assembler, std::vector<double> values, 
   return CsrMatrix(A.pattern_ptr(), std::move(A).release_values(), std::move(ns));
 }
 
+CsrMatrix constrained_matrix(const CsrMatrix& A, const FunctionSpace& V, std::vector<double> values,
+                             const DirichletValues& bc) {
+  if (!A.null_space()) return CsrMatrix(A.pattern_ptr(), std::move(values));
+  const Assembler assembler(V);
+  FEM_EXPECTS(assembler.pattern() == A.pattern_ptr() || assembler.pattern()->same_structure(A.pattern()),
+              "a matrix that is not on the pattern of the space {} of '{}'", V.name(), V.mesh_key());
+  return system_matrix(assembler, std::move(values), bc);
+}
+
 Errors solution_errors(const Assembler& assembler, std::span<const double> u, const VectorFunction& exact,
                        const NullSpace* null_space, const Layout& layout) {
   Errors e = layout.processes().collective([&] {

@@ -9,8 +9,8 @@
 //   store.put("A", fem::assembly::system_matrix(assembler, std::move(values), bc, layout));
 //   solver->factorize(store, "A");                          // fem::solve::LinearSolver
 //   fem::solve::require(solver->solve(b, u));               // incompatible data: one message
-//   auto e = fem::assembly::solution_errors(assembler, u, exact, store.get<CsrMatrix>("A")->null_space(),
-//   layout);
+//   const auto ns = store.get<CsrMatrix>("A")->null_space();
+//   auto e = fem::assembly::solution_errors(assembler, u, exact, ns.get(), layout);
 #pragma once
 
 #include <cstdint>
@@ -44,6 +44,14 @@ DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichl
 /// systems): an InvalidArgument otherwise, on every process.
 CsrMatrix system_matrix(const Assembler& assembler, std::vector<double> values, const DirichletValues& bc,
                         const Layout& layout = Layout::serial());
+
+/// The rule again for a matrix A of V that had its Dirichlet conditions `bc` imposed since:
+/// `values` (A's after apply_dirichlet) carry the null space those conditions leave free when A
+/// carried one (system_matrix), none otherwise (a matrix without one cannot gain one). What the
+/// C ABI's fem_apply_dirichlet and Python's DirichletBC.apply publish. A of another pattern than
+/// V's is an InvalidArgument.
+CsrMatrix constrained_matrix(const CsrMatrix& A, const FunctionSpace& V, std::vector<double> values,
+                             const DirichletValues& bc);
 
 /// The L2 and H1-seminorm errors of a solution u of the whole problem (summed over the
 /// processes) against `exact`; with a null space, of u shifted along it to the exact solution's

@@ -35,7 +35,6 @@ struct Common {
   int cell_type = 0;
   index_t global_nodes = 0, global_cells = 0;
   std::vector<index_t> first_owned;  // per rank
-  std::vector<int> facet_tags;       // of the whole mesh
   std::vector<PhysicalName> names;
   std::string source;
 };
@@ -78,10 +77,6 @@ void broadcast(Common& c, int ranks, MPI_Comm comm) {
   c.gdim = ints[0], c.cell_type = ints[1], c.global_nodes = ints[2], c.global_cells = ints[3];
   c.first_owned.resize(static_cast<std::size_t>(ranks));
   MPI_Bcast(c.first_owned.data(), ranks, MPI_INT, 0, comm);
-  int tags = static_cast<int>(c.facet_tags.size());
-  MPI_Bcast(&tags, 1, MPI_INT, 0, comm);
-  c.facet_tags.resize(static_cast<std::size_t>(tags));
-  MPI_Bcast(c.facet_tags.data(), tags, MPI_INT, 0, comm);
   int names = static_cast<int>(c.names.size());
   MPI_Bcast(&names, 1, MPI_INT, 0, comm);
   c.names.resize(static_cast<std::size_t>(names));
@@ -212,12 +207,6 @@ std::vector<Part> make_parts(const Mesh& mesh, int ranks, Common& common) {
   common.global_nodes = first_owned.back();
   common.global_cells = num_cells;
   common.first_owned.assign(first_owned.begin(), first_owned.end() - 1);
-  {
-    std::vector<int> tags(mesh.facet_tags().begin(), mesh.facet_tags().end());
-    std::sort(tags.begin(), tags.end());
-    tags.erase(std::unique(tags.begin(), tags.end()), tags.end());
-    common.facet_tags = std::move(tags);
-  }
   common.names = mesh.names();
   common.names.push_back({mesh.tdim() - 1, boundary_tag, std::string(boundary_facets_name)});
   common.source = mesh.source();
@@ -259,7 +248,6 @@ std::shared_ptr<const Distribution> distribute(MPI_Comm comm, std::shared_ptr<co
   dist->node_owner = std::move(part.node_owner);
   dist->original_node = std::move(part.original_node);
   dist->original_cell = std::move(part.original_cell);
-  dist->facet_tags = std::move(common.facet_tags);
 
   Mesh::Data data;
   data.gdim = common.gdim;

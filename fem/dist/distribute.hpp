@@ -35,9 +35,6 @@ struct Distribution {
   std::vector<int> node_owner;         ///< owning rank of each local node
   std::vector<index_t> original_node;  ///< each local node's index in the mesh rank 0 read
   std::vector<index_t> original_cell;  ///< each local cell's index in the mesh rank 0 read
-  /// The facet tags of the whole mesh (sorted), so that a tag no facet carries is an error on
-  /// every rank even where the part has none of the facets (see dirichlet_values()).
-  std::vector<int> facet_tags;
   /// Bytes held.
   std::size_t bytes() const noexcept;
 };

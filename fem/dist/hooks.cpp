@@ -35,9 +35,9 @@ class DistributedSolver final : public solve::LinearSolver {
 
  protected:
   bool do_factorize(Store& store, const std::string& key) override {
-    const auto before = store.counter("solve.factorizations");
-    solver_ = solver(store, key, map_, options(), std::move(solver_));
-    return store.counter("solve.factorizations") != before;  // the same on every process
+    bool computed = false;
+    solver_ = solver(store, key, map_, options(), std::move(solver_), &computed);
+    return computed;  // the same on every process
   }
 
   solve::SolveReport do_solve(std::span<const double> B, std::span<double> X, index_t nrhs, bool transpose,
@@ -54,8 +54,9 @@ class DistributedSolver final : public solve::LinearSolver {
   std::shared_ptr<const Solver> solver_;
 };
 
-// On rank 0: the fields of every rank, placed by original node and cell.
-void gather_fields(const Distribution& d, const Mesh& whole, std::span<const mesh::Field> in, bool cells,
+// On rank 0 (where `whole` is the whole mesh): the fields of every rank, placed by original node
+// and cell.
+void gather_fields(const Distribution& d, const Mesh* whole, std::span<const mesh::Field> in, bool cells,
                    std::vector<std::vector<double>>& out) {
   const MPI_Comm comm = d.comm;
   const int ranks = d.size;
@@ -83,7 +84,7 @@ void gather_fields(const Distribution& d, const Mesh& whole, std::span<const mes
     const auto all = gather(mine, MPI_DOUBLE);
     std::vector<double> placed;
     if (d.rank == 0) {
-      placed.assign(static_cast<std::size_t>(cells ? whole.num_cells() : whole.num_nodes()) * f.components,
+      placed.assign(static_cast<std::size_t>(cells ? whole->num_cells() : whole->num_nodes()) * f.components,
                     0.0);
       for (std::size_t k = 0; k < all_ids.size(); ++k)
         std::copy_n(all.begin() + k * f.components, f.components, placed.begin() + all_ids[k] * f.components);
@@ -147,12 +148,17 @@ std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& 
 
 void write_gathered(const std::string& path, const Store& store, const std::string& mesh_key,
                     std::span<const mesh::Field> points, std::span<const mesh::Field> cells) {
-  const auto mesh = store.get<Mesh>(mesh_key);
   const auto d = distribution(mesh_key, store);
   const auto whole = store.find<Mesh>(mesh_key + "#whole");
+  collective(d->comm, [&] {
+    FEM_EXPECTS(d->rank != 0 || whole,
+                "writing '{}' gathered on rank 0: rank 0 has no whole mesh of '{}' (publish the mesh with "
+                "fem::dist::publish_mesh, or write .pvtu pieces)",
+                path, mesh_key);
+  });
   std::vector<std::vector<double>> point_values, cell_values;
-  gather_fields(*d, whole ? *whole : *mesh, points, false, point_values);
-  gather_fields(*d, whole ? *whole : *mesh, cells, true, cell_values);
+  gather_fields(*d, whole.get(), points, false, point_values);
+  gather_fields(*d, whole.get(), cells, true, cell_values);
   collective(d->comm, [&] {
     if (d->rank != 0) return;
     std::vector<mesh::Field> p, c;

@@ -179,6 +179,10 @@ solve::SolveReport Solver::run(std::span<const double> b, Sums form, std::span<d
     // The lagged preconditioner no longer serves this version: rebuild it and solve again.
     FEM_PETSC(KSPSetReusePreconditioner(ksp_, PETSC_FALSE));
     FEM_PETSC(KSPSetUp(ksp_));
+    if (store_) {  // a setup like any other (the same on every process: the failure is global)
+      store_->count("dist.preconditioner_setups");
+      store_->count("solve.factorizations");
+    }
     reused_ = false;
     baseline_ = -1;
     refresh_next_ = false;
@@ -228,8 +232,9 @@ solve::SolveReport Solver::run(std::span<const double> b, Sums form, std::span<d
 
 std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
                                      std::shared_ptr<const IndexMap> map, const solve::Options& options,
-                                     std::shared_ptr<const Solver> retired) {
+                                     std::shared_ptr<const Solver> retired, bool* computed) {
   const MPI_Comm comm = map->comm();
+  if (computed) *computed = false;
   const auto A = collective_input(comm, store, key, *map);
   const std::string entry = solver_key(key, options);
   // A solver cached with other options (tolerances, prefix) is no hit: SPMD, so every rank
@@ -237,6 +242,7 @@ std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
   if (const auto cached = store.find<Solver>(entry); cached && !(cached->options() == options))
     store.erase(entry);
   return collective_get_or_compute<Solver>(comm, store, entry, {{key, A.version}}, [&] {
+    if (computed) *computed = true;
     register_collective(store, entry);
     detail::collect_garbage(comm);
     auto reclaimed = Store::reclaim(std::move(retired));
@@ -250,6 +256,7 @@ std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
       // The same Mat, refilled: the KSP keeps its factor or hierarchy. A new Mat (the old one was
       // still held elsewhere) gets a new KSP: swapping operators under MUMPS is not safe.
       if (all(comm, matrix->mat() == old_mat)) {
+        reclaimed->store_ = &store;
         reclaimed->update(std::move(matrix), store);
         return std::shared_ptr<const Solver>(std::move(reclaimed));
       }
@@ -257,6 +264,7 @@ std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
     reclaimed.reset();
     auto matrix = petsc_matrix(store, key, map);
     auto s = std::make_shared<Solver>(std::move(matrix), options, entry);
+    s->store_ = &store;
     store.count("dist.solver_setups");
     store.count("dist.preconditioner_setups");
     store.count("solve.symbolic_analyses");  // a new factor's analysis, or a new AMG hierarchy

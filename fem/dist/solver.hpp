@@ -73,7 +73,7 @@ class Solver {
 
  private:
   friend std::shared_ptr<const Solver> solver(Store&, const std::string&, std::shared_ptr<const IndexMap>,
-                                              const solve::Options&, std::shared_ptr<const Solver>);
+                                              const solve::Options&, std::shared_ptr<const Solver>, bool*);
   // A new version of the matrix (the same Mat, refilled): refactorize, or keep the preconditioner.
   void update(std::shared_ptr<const PetscMatrix> A, Store& store);
   solve::SolveReport run(std::span<const double> b, Sums form, std::span<double> x, bool transpose,
@@ -83,6 +83,7 @@ class Solver {
   std::shared_ptr<const PetscMatrix> A_;
   solve::Options options_;
   std::string key_;
+  Store* store_ = nullptr;  // where its setups are counted (a rebuild inside a lagged solve too)
   KSP ksp_ = nullptr;
   mutable Vec b_ = nullptr, x_ = nullptr, r_ = nullptr;  // work vectors of the solves
   mutable int baseline_ = -1;                            // -1: not measured since the last refresh
@@ -102,9 +103,12 @@ std::string solver_key(const std::string& key, const solve::Options& options);
 /// lag_growth × the baseline iterations or fails with it). Its PETSc matrix is refilled in
 /// place only if nobody else holds it: ask for `<key>#petsc` of the new version through this
 /// call, not before it (else the new version gets a new Mat, hence a new KSP and analysis).
+/// `computed` (optional) says whether this call set a solver up (false: the cached one served),
+/// the same on every process.
 std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
                                      std::shared_ptr<const IndexMap> map, const solve::Options& options,
-                                     std::shared_ptr<const Solver> retired = nullptr);
+                                     std::shared_ptr<const Solver> retired = nullptr,
+                                     bool* computed = nullptr);
 
 }  // namespace fem::dist
 

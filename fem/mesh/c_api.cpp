@@ -87,12 +87,11 @@ int fem_mesh_tag(const char* key, const char* name, int32_t dim, int32_t* tag) {
     FEM_EXPECTS(name != nullptr && tag != nullptr, "fem_mesh_tag: name and tag must not be null pointers");
     const std::string_view k = key_arg(key);
     const auto mesh = fem::store().get<fem::Mesh>(k);
-    try {
-      *tag = mesh->resolve_tag(name, dim);  // the library's one resolver
+    if (const auto t = mesh->tag_of(name, dim)) {  // a physical name, as documented
+      *tag = *t;
       return static_cast<int>(FEM_OK);
-    } catch (const fem::InvalidArgument& e) {
-      return fail(FEM_ERR_NOT_FOUND, fmt::format("store key '{}': {}", k, e.what()));
     }
+    return fail(FEM_ERR_NOT_FOUND, fmt::format("store key '{}': {}", k, mesh->unknown_tag(name, dim)));
   });
 }
 

@@ -17,7 +17,9 @@ Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, 
   auto shared_form = std::make_shared<const assembly::NonlinearForm>(std::move(form));
   auto homogeneous = std::make_shared<const assembly::DirichletValues>(bc.homogeneous());
   // Each process assembles its own cells' part of F: summed into every copy of a shared DOF
-  // (the solver's layout), so that Newton's vectors hold the global values.
+  // (the solver's layout), so that Newton's vectors hold the global values. The local assembly
+  // may fail on one process alone (a form that throws at a point): agreed before the collective
+  // sum, so that no process waits in it for one that left.
   const Layout* layout = solver ? &solver->layout() : &Layout::serial();
   Problem p;
   p.name = std::move(name);
@@ -25,8 +27,10 @@ Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, 
   p.solver = std::move(solver);
   p.residual = [assembler, shared_form, homogeneous, layout, keep = p.solver](std::span<const double> u,
                                                                               std::span<double> F) {
-    std::fill(F.begin(), F.end(), 0.0);
-    assembler->residual_into(*shared_form, u, F);
+    layout->processes().collective([&] {
+      std::fill(F.begin(), F.end(), 0.0);
+      assembler->residual_into(*shared_form, u, F);
+    });
     layout->accumulate(F);
     assembly::zero_dirichlet(*homogeneous, F);
   };
@@ -35,16 +39,18 @@ Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, 
     assembly::apply_dirichlet(*homogeneous, *assembler->pattern(), values, scratch);
     return CsrMatrix(assembler->pattern(), std::move(values));
   };
-  p.jacobian = [assembler, shared_form, constrained](std::span<const double> u) {
+  p.jacobian = [assembler, shared_form, constrained, layout, keep = p.solver](std::span<const double> u) {
     std::vector<double> values = prefaulted_vector<double>(assembler->pattern()->nnz());
-    assembler->jacobian_into(*shared_form, u, values);
+    layout->processes().collective([&] { assembler->jacobian_into(*shared_form, u, values); });
     return constrained(std::move(values));
   };
   p.residual_and_jacobian = [assembler, shared_form, homogeneous, constrained, layout, keep = p.solver](
                                 std::span<const double> u, std::span<double> F) {
-    std::fill(F.begin(), F.end(), 0.0);
     std::vector<double> values = prefaulted_vector<double>(assembler->pattern()->nnz());
-    assembler->residual_and_jacobian_into(*shared_form, u, F, values);
+    layout->processes().collective([&] {
+      std::fill(F.begin(), F.end(), 0.0);
+      assembler->residual_and_jacobian_into(*shared_form, u, F, values);
+    });
     layout->accumulate(F);
     assembly::zero_dirichlet(*homogeneous, F);
     return constrained(std::move(values));

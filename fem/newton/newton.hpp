@@ -1,14 +1,13 @@
 // libfem_newton: Newton's method with line search and Jacobian lagging over the shared store.
-// The Jacobian is published under the problem's key and factorized through the solve kernel's
-// cache, so the symbolic analysis is done once per pattern, a refreshed Jacobian costs one
-// numeric factorization, and a lagged one costs nothing but the solve. The linear solves go
-// through the problem's solve::LinearSolver (the serial cache by default; fem::dist::make_solver
-// for a distributed mesh), and every norm through its layout: the same code runs on one process
-// or many.
+// The Jacobian is published under the problem's key and factorized by the problem's
+// solve::LinearSolver (the serial factorization cache by default; fem::dist::make_solver for a
+// distributed mesh), so the symbolic analysis is done once per pattern, a refreshed Jacobian
+// costs one numeric factorization, and a lagged one costs nothing but the solve. Every norm goes
+// through the solver's layout: the same code runs on one process or many.
 //
-//   fem::newton::Problem p = fem::newton::assembled_problem(assembler, fem::assembly::bratu(6.0), bc,
-//   "bratu"); std::vector<double> u(assembler.space().num_dofs(), 0.0); fem::newton::Result r =
-//   fem::newton::solve(p, u);          // r.reason says why it stopped
+//   auto p = fem::newton::assembled_problem(assembler, fem::assembly::bratu(6.0), bc, "bratu");
+//   std::vector<double> u(assembler->space().num_dofs(), 0.0);
+//   fem::newton::Result r = fem::newton::solve(p, u);  // r.reason says why it stopped
 #pragma once
 
 #include <chrono>

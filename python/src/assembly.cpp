@@ -372,17 +372,8 @@ void bind_assembly(py::module_& m) {
             }
             auto out = without_gil([&] {
               assembly::apply_dirichlet(bc.values, A.pattern(), values, rhs);
-              // The null space a matrix carried is what these conditions leave free (the
-              // library's rule); a matrix without one cannot gain one.
-              if (!A.null_space())
-                return std::make_shared<const CsrMatrix>(A.pattern_ptr(), std::move(values));
-              const Assembler assembler(bc.V);
-              FEM_EXPECTS(
-                  assembler.pattern() == A.pattern_ptr() || assembler.pattern()->same_structure(A.pattern()),
-                  "DirichletBC.apply: A is not a matrix of the space {} of '{}'", bc.V.name(),
-                  bc.V.mesh_key());
               return std::make_shared<const CsrMatrix>(
-                  assembly::system_matrix(assembler, std::move(values), bc.values));
+                  assembly::constrained_matrix(A, bc.V, std::move(values), bc.values));
             });
             return py::make_tuple(held(std::move(out)), to_numpy(std::move(rhs)));
           },

@@ -15,24 +15,13 @@ namespace {
 
 using solve::Factorization;
 
-template <class E>
-E parse_enum(const std::string& name, std::initializer_list<E> all, const char* what) {
-  if (name == "auto") return *all.begin();  // the automatic choice comes first
-  std::string known;
-  for (E e : all) {
-    if (solve::to_string(e) == name) return e;
-    known += (known.empty() ? "" : ", ") + std::string(solve::to_string(e));
-  }
-  throw InvalidArgument(fmt::format("{} '{}': one of {}", what, name, known));
-}
-
 solve::Options options(const std::string& backend, const std::string& ordering, int refinement_steps,
                        double max_relative_residual) {
-  using B = solve::Backend;
-  using O = solve::Ordering;
   solve::Options o;
-  o.backend = parse_enum(backend, {B::automatic, B::cholmod, B::umfpack, B::klu, B::ldlt, B::lu}, "backend");
-  o.ordering = parse_enum(ordering, {O::automatic, O::amd, O::colamd, O::metis, O::natural}, "ordering");
+  o.backend = solve::backend_from_name(backend, "backend");
+  o.ordering = solve::ordering_from_name(ordering, "ordering");
+  FEM_EXPECTS(!solve::distributed(o.backend),
+              "backend '{}': a distributed solver (fem::dist), not one of this process", backend);
   FEM_EXPECTS(refinement_steps >= 0 && refinement_steps <= 100, "refinement_steps {}: 0 to 100",
               refinement_steps);
   FEM_EXPECTS(max_relative_residual > 0, "max_relative_residual {}: a positive number (inf: no check)",

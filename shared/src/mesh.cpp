@@ -105,16 +105,21 @@ std::string Mesh::describe_names(int dim) const {
   return s.empty() ? "none" : s;
 }
 
-std::string Mesh::describe_tags(int dim) const {
+std::vector<int> Mesh::tags(int dim) const {
   std::set<int> tags;
   if (dim == tdim())
     tags.insert(d_.cell_tags.begin(), d_.cell_tags.end());
   else if (dim == tdim() - 1)
     tags.insert(d_.facet_tags.begin(), d_.facet_tags.end());
-  for (const auto& n : d_.names)
-    if (n.dim == dim && n.name != boundary_facets_name) tags.insert(n.tag);
+  else
+    for (const auto& n : d_.names)
+      if (n.dim == dim) tags.insert(n.tag);
   // A part of a distributed mesh lists its share of the boundary under a tag of no user's.
   if (const auto internal = tag_of(boundary_facets_name, dim)) tags.erase(*internal);
+  return {tags.begin(), tags.end()};
+}
+
+std::string Mesh::describe_tags(std::span<const int> tags, int dim) const {
   std::string s;
   for (int t : tags) {
     const auto name = name_of(dim, t);
@@ -128,14 +133,18 @@ int Mesh::resolve_tag(std::string_view tag, int dim) const {
   const auto [end, ec] = std::from_chars(tag.data(), tag.data() + tag.size(), number);
   if (ec == std::errc() && end == tag.data() + tag.size()) return number;
   if (const auto t = tag_of(tag, dim)) return *t;
+  throw InvalidArgument(unknown_tag(tag, dim));
+}
+
+std::string Mesh::unknown_tag(std::string_view tag, int dim) const {
   if (dim < 0)
-    throw InvalidArgument(
-        fmt::format("mesh '{}' has no physical name '{}' (its names: {})", source(), tag, describe_names()));
+    return fmt::format("mesh '{}' has no physical name '{}' (its names: {})", source(), tag,
+                       describe_names());
   const std::string kind = dim == tdim()       ? "cell"
                            : dim == tdim() - 1 ? "facet"
                                                : fmt::format("dimension {}", dim);
-  throw InvalidArgument(fmt::format("mesh '{}' has no {} tag '{}' (its {} tags: {})", source(), kind, tag,
-                                    kind, describe_tags(dim)));
+  return fmt::format("mesh '{}' has no {} tag '{}' (its {} tags: {})", source(), kind, tag, kind,
+                     describe_tags(tags(dim), dim));
 }
 
 std::pair<std::array<double, 3>, std::array<double, 3>> Mesh::bounding_box() const {

@@ -80,8 +80,8 @@ int fem_version(const char* key, uint64_t* version);
 int fem_contains(const char* key, int32_t* present);
 /* FEM_ERR_NOT_FOUND when the key is absent. */
 int fem_erase(const char* key);
-/* Every entry erased (values still viewed stay alive until released), the statistics and the
- * named counters reset: a fresh store, as Python's fem.store.clear() and tests want it. */
+/* Every entry erased (values still viewed stay alive until released) and the statistics and
+ * named counters reset: a fresh store (Python: fem.store.clear() and fem.store.reset_stats()). */
 int fem_clear(void);
 /* Keys starting with prefix (NULL or "" for all), separated by '\n', NUL-terminated.
  * *required receives the buffer size needed, terminator included. */

@@ -126,9 +126,14 @@ class Mesh {
   /// dimension when dim < 0). The one resolver of every front end: a name the mesh lacks is an
   /// InvalidArgument naming it and listing the tags of that dimension with their names.
   int resolve_tag(std::string_view tag, int dim) const;
+  /// The message of a tag (name or number) the mesh lacks, as resolve_tag throws it.
+  std::string unknown_tag(std::string_view tag, int dim) const;
   /// The tags the cells (dim = tdim()) or boundary facets (dim = tdim() - 1) carry, or that are
-  /// named in another dimension, with their names: "4 'left', 5 'right'", or "none".
-  std::string describe_tags(int dim) const;
+  /// named in another dimension, sorted (a distributed part's own share-of-the-boundary tag left
+  /// out: it is no user's).
+  std::vector<int> tags(int dim) const;
+  /// `tags` of dimension `dim` with their names: "4 'left', 5 'right'", or "none".
+  std::string describe_tags(std::span<const int> tags, int dim) const;
   const std::string& source() const noexcept { return d_.source; }
 
   /// Axis-aligned bounding box: {min x, min y, min z}, {max x, max y, max z}.

@@ -8,6 +8,7 @@
 // changed is never returned (see get_or_compute).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -209,7 +210,6 @@ class Store {
   std::int64_t counter(std::string_view name) const;
   std::map<std::string, std::int64_t> counters() const;
 
-  /// Throws InvalidKey unless `key` is 1..512 printable ASCII characters without spaces.
   /// The last-holder rule of the kernels that refill a value in place (a refactorization into
   /// the same memory, a PETSc matrix refilled): `held`, a value the caller got from a store, as
   /// a mutable object when the caller holds its last reference (every store dropped it: a new
@@ -220,8 +220,12 @@ class Store {
   static std::shared_ptr<T> reclaim(std::shared_ptr<const T>&& held) {
     std::shared_ptr<const T> last = std::move(held);
     if (!last || last.use_count() != 1) return nullptr;
+    // The other holders' last uses happen before their releases; order them before ours.
+    std::atomic_thread_fence(std::memory_order_acquire);
     return std::const_pointer_cast<T>(std::move(last));
   }
+
+  /// Throws InvalidKey unless `key` is 1..512 printable ASCII characters without spaces.
 
   static void validate_key(std::string_view key);
 
