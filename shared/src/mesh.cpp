@@ -143,8 +143,15 @@ std::string Mesh::unknown_tag(std::string_view tag, int dim) const {
   const std::string kind = dim == tdim()       ? "cell"
                            : dim == tdim() - 1 ? "facet"
                                                : fmt::format("dimension {}", dim);
+  // The tags carried here and the named ones (a part of a distributed mesh has every name of the
+  // whole, not every tag's cells or facets).
+  std::vector<int> known = tags(dim);
+  for (const auto& n : d_.names)
+    if (n.dim == dim && n.name != boundary_facets_name) known.push_back(n.tag);
+  std::sort(known.begin(), known.end());
+  known.erase(std::unique(known.begin(), known.end()), known.end());
   return fmt::format("mesh '{}' has no {} tag '{}' (its {} tags: {})", source(), kind, tag, kind,
-                     describe_tags(tags(dim), dim));
+                     describe_tags(known, dim));
 }
 
 std::pair<std::array<double, 3>, std::array<double, 3>> Mesh::bounding_box() const {
