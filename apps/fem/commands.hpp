@@ -22,10 +22,27 @@ void add_nonlinear(CLI::App& app);
 /// Registers `fem elasticity` (elasticity.cpp).
 void add_elasticity(CLI::App& app);
 
+/// The exit status of `fem`, one per class of outcome (the table in README.md, "Using the `fem`
+/// executable").
+namespace exit_code {
+constexpr int success = 0;
+/// The input was refused: a mesh file, a tag, an expression or its values, an output path, a
+/// feature this build lacks (fem::Error other than a NumericalError).
+constexpr int input = 1;
+/// The command line itself: an unknown subcommand or option, a missing or malformed value, a
+/// number out of its option's range (what CLI11 checks while parsing, before any work).
+constexpr int usage = 2;
+/// Numerical failure: the problem was accepted but has no trustworthy answer (a singular or
+/// incompatible system, a failed factorization, Newton not converged: fem::NumericalError).
+constexpr int numerical = 3;
+/// A bug: an exception outside the fem::Error family.
+constexpr int internal = 4;
+}  // namespace exit_code
+
 /// Thrown by a subcommand that has printed its own message and wants this exit status
-/// (e.g. 3: Newton did not converge).
+/// (e.g. exit_code::numerical: Newton did not converge).
 struct ExitCode {
-  int code = 1;
+  int code = exit_code::input;
 };
 
 }  // namespace fem::app

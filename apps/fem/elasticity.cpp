@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "fem/norm.hpp"
 #include "solver_common.hpp"
 
 namespace fem::app {
@@ -100,11 +101,8 @@ void run_elasticity(const ElasticityOptions& o) {
   const auto num_nodes = static_cast<std::size_t>(a.space().dofmap().num_nodes);
   std::vector<double> magnitude(num_nodes), component(num_nodes);
   std::vector<std::pair<double, double>> ranges;
-  for (std::size_t i = 0; i < num_nodes; ++i) {
-    double s = 0;
-    for (int k = 0; k < dim; ++k) s += u[i * dim + k] * u[i * dim + k];
-    magnitude[i] = std::sqrt(s);
-  }
+  for (std::size_t i = 0; i < num_nodes; ++i)  // scaled: finite components give a finite |u|
+    magnitude[i] = norm2(std::span<const double>(u).subspan(i * dim, static_cast<std::size_t>(dim)));
   for (int k = 0; k < dim; ++k) {
     for (std::size_t i = 0; i < num_nodes; ++i) component[i] = u[i * dim + k];
     ranges.push_back(run.layout().range(component));

@@ -45,6 +45,7 @@ std::filesystem::path pvd_path(const std::string& output) {
 
 void run_heat(const HeatOptions& o) {
   Run run(o.common, "heat");
+  run.time_stepped = true;  // M + dt·K: a failure while dt·K drowns M is the time step's, in words
   const auto pvd = run.local([&]() -> std::optional<std::filesystem::path> {
     return o.common.output.empty() ? std::nullopt : std::optional(pvd_path(o.common.output));
   });

@@ -1,4 +1,5 @@
-// fem: drivers that run the kernels on mesh files. Errors are one line and a non-zero exit.
+// fem: drivers that run the kernels on mesh files. Errors are one line and a non-zero exit, one
+// code per class (commands.hpp, exit_code).
 //   fem --help
 //   fem store-demo
 //   fem info gen:square-tri3:8 --json -
@@ -19,6 +20,7 @@
 #include "solver_common.hpp"
 
 int main(int argc, char** argv) {
+  namespace exit_code = fem::app::exit_code;
   // Idle OpenMP threads sleep, the BLAS runs on the calling thread (README.md, "Threads").
   fem::apply_executable_thread_defaults(argv);
   CLI::App app{"fem: finite-element kernels that share state through one store"};
@@ -41,17 +43,20 @@ int main(int argc, char** argv) {
     dist::start(argc, argv, fem::app::asks_for_distributed_solver(argc, argv));
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = dist::processes().root() ? app.exit(e) : e.get_exit_code();  // --help: 0 on every rank
+    // One code for every usage error (CLI11's own are 101-114); --help: 0 on every rank.
+    if (dist::processes().root()) app.exit(e);
     dist::stop();
-    return code;
+    return e.get_exit_code() == 0 ? exit_code::success : exit_code::usage;
   } catch (const fem::app::ExitCode& e) {
     dist::stop();
     return e.code;
+  } catch (const fem::NumericalError& e) {
+    return dist::fail("fem", e.what(), exit_code::numerical);
   } catch (const fem::Error& e) {
-    return dist::fail("fem", e.what(), 1);
+    return dist::fail("fem", e.what(), exit_code::input);
   } catch (const std::exception& e) {
-    return dist::fail("fem", std::string("internal error: ") + e.what(), 2);
+    return dist::fail("fem", std::string("internal error: ") + e.what(), exit_code::internal);
   }
   dist::stop();
-  return 0;
+  return exit_code::success;
 }

@@ -333,6 +333,41 @@ void Run::check_tags(const std::vector<assembly::Neumann>& fluxes) const {
   for (const auto& n : fluxes) assembly::check_facet_tags(*mesh_, n.tags, *layout_);
 }
 
+namespace {
+/// The largest share of the mass term in a row of M + dt·K: K's rows sum to zero and M's to
+/// ∫φ_i ≥ 0, so a row's sum over its diagonal is about h²/(dt·k); 1 in a Dirichlet row.
+double mass_share(const CsrMatrix& A) {
+  const auto offsets = A.pattern().row_offsets();
+  const auto cols = A.pattern().col_indices();
+  const auto values = A.values();
+  double share = 0;
+  for (index_t i = 0; i < A.rows(); ++i) {
+    double sum = 0, diagonal = 0;
+    for (index_t p = offsets[i]; p < offsets[i + 1]; ++p) {
+      sum += values[static_cast<std::size_t>(p)];
+      if (cols[p] == i) diagonal = values[static_cast<std::size_t>(p)];
+    }
+    if (diagonal > 0) share = std::max(share, sum / diagonal);
+  }
+  return share;
+}
+
+/// A failure of M + dt·K whose mass term is below what the solver's checks resolve (about 1e-6
+/// of the diagonal and less) is the time step's: thrown in words, with the solver's after them.
+void explain_time_step(const char* command, const Store& store, const std::string& key,
+                       const std::string& reason) {
+  const auto A = store.find<CsrMatrix>(key);
+  if (!A) return;
+  const double share = mass_share(*A);
+  if (!(share < 1e-6)) return;
+  throw NumericalError(fmt::format(
+      "{}: the time step is too large for this mesh: the mass term of M + dt·K is at most {:.2g} of "
+      "its diagonal (dt·k/h² ≈ {:.2g}), so the matrix is dt·K to working precision, which is singular "
+      "without a Dirichlet condition (its constants are free); take a smaller --dt (the solver: {})",
+      command, share, share > 0 ? 1 / share : std::numeric_limits<double>::infinity(), reason));
+}
+}  // namespace
+
 void Run::publish_and_factorize(const std::string& key, std::vector<double> values,
                                 const assembly::DirichletValues& bc) {
   Stopwatch w;
@@ -346,13 +381,25 @@ void Run::publish_and_factorize(const std::string& key, std::vector<double> valu
   key_ = key;
   t.assemble += w.seconds();
   w = Stopwatch();
-  solver_->factorize(*store_, key);
+  try {
+    solver_->factorize(*store_, key);
+  } catch (const NumericalError& e) {
+    const std::string what = e.what();
+    if (time_stepped && what.find("(too_large)") == std::string::npos &&
+        what.find("(out_of_memory)") == std::string::npos)
+      explain_time_step(command_, *store_, key, what);
+    throw;
+  }
   t.factorize += w.seconds();
 }
 
 void Run::solve(std::span<const double> b, std::span<double> x) {
   Stopwatch w;
   const solve::SolveReport r = solver_->solve(b, x);
+  using solve::Status;
+  if (time_stepped && (r.status == Status::singular || r.status == Status::not_positive_definite ||
+                       r.status == Status::incompatible || r.status == Status::inaccurate))
+    explain_time_step(command_, *store_, key_, r.reason);
   if (r.status == solve::Status::incompatible)  // the remedies in this program's words
     throw NumericalError(fmt::format(
         "{}: {} (with --dirichlet or --fixed, or within --compatibility-tolerance)", command_, r.reason));

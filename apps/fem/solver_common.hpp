@@ -173,6 +173,9 @@ class Run {
   Timings t;
   std::int64_t constrained_dofs = 0;            ///< of the whole problem, counted by publish_and_factorize
   std::shared_ptr<const NullSpace> null_space;  ///< of the published system
+  /// The system is M + dt·K (fem heat): a numerical failure of its factorization or solves while
+  /// the mass term is lost to rounding against dt·K is reported as the time step's, in words.
+  bool time_stepped = false;
 
  private:
   CommonOptions o_;

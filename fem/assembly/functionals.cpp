@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "fem/assembly/detail/kernels.hpp"
+#include "fem/norm.hpp"
 
 namespace fem::assembly {
 
@@ -59,33 +60,54 @@ Errors errors(const Assembler& A, std::span<const double> u, const VectorFunctio
     }
   };
   const int degree = A.quadrature_degree(2 * V.degree() + extra_degree);
-  auto l2 = [&](const auto& cv) {
-    double s = 0, ue[3];
-    for (int q = 0; q < cv.num_points; ++q) {
-      exact(cv.point(q), ue);
-      for (int k = 0; k < cv.bs; ++k) {
-        const double e = ue[k] - cv.u_value(q, k);
-        s += cv.weight[q] * e * e;
-      }
-    }
-    return s;
-  };
-  auto h1 = [&](const auto& cv) {
-    double s = 0, ge[9], gh[3];
-    for (int q = 0; q < cv.num_points; ++q) {
-      gradient(cv.point(q), ge);
-      for (int k = 0; k < cv.bs; ++k) {
-        cv.u_grad(q, gh, k);
-        for (int d = 0; d < cv.dim; ++d) {
-          const double e = ge[k * cv.dim + d] - gh[d];
-          s += cv.weight[q] * e * e;
+  // Each kernel squares its errors times r (1: the plain sums) and records each cell's largest
+  // error: where that is far from 1 (a displacement of 1e300), the sum is redone scaled
+  // (fem/norm.hpp), so that finite errors never give an infinite or zero norm.
+  std::vector<double> largest(static_cast<std::size_t>(V.mesh().num_cells()));
+  auto l2 = [&](double r) {
+    return [&, r](const auto& cv) {
+      double s = 0, m = 0, ue[3];
+      for (int q = 0; q < cv.num_points; ++q) {
+        exact(cv.point(q), ue);
+        for (int k = 0; k < cv.bs; ++k) {
+          const double e = ue[k] - cv.u_value(q, k);
+          const double y = e * r;
+          m = std::max(m, std::abs(e));
+          s += cv.weight[q] * y * y;
         }
       }
-    }
-    return s;
+      largest[static_cast<std::size_t>(cv.cell)] = m;
+      return s;
+    };
   };
-  return {std::sqrt(integrate_cells(V, A.plan(), l2, degree, u)),
-          std::sqrt(integrate_cells(V, A.plan(), h1, degree, u))};
+  auto h1 = [&](double r) {
+    return [&, r](const auto& cv) {
+      double s = 0, m = 0, ge[9], gh[3];
+      for (int q = 0; q < cv.num_points; ++q) {
+        gradient(cv.point(q), ge);
+        for (int k = 0; k < cv.bs; ++k) {
+          cv.u_grad(q, gh, k);
+          for (int d = 0; d < cv.dim; ++d) {
+            const double e = ge[k * cv.dim + d] - gh[d];
+            const double y = e * r;
+            m = std::max(m, std::abs(e));
+            s += cv.weight[q] * y * y;
+          }
+        }
+      }
+      largest[static_cast<std::size_t>(cv.cell)] = m;
+      return s;
+    };
+  };
+  auto norm = [&](const auto& kernel) {
+    const double plain = integrate_cells(V, A.plan(), kernel(1.0), degree, u);
+    double m = 0;
+    for (const double v : largest) m = std::max(m, v);
+    const double scale = square_scale(m);
+    if (scale == 1.0) return std::sqrt(plain);
+    return scale * std::sqrt(integrate_cells(V, A.plan(), kernel(1.0 / scale), degree, u));
+  };
+  return {norm(l2), norm(h1)};  // in this order: they share `largest`
 }
 
 std::vector<double> cell_stress(const Assembler& A, std::span<const double> u, const Elasticity& form) {
@@ -136,10 +158,16 @@ std::vector<double> von_mises(std::span<const double> stress) {
   FEM_EXPECTS(stress.size() % 6 == 0, "von_mises: {} values are not 6 per cell", stress.size());
   std::vector<double> out(stress.size() / 6);
   for (std::size_t c = 0; c < out.size(); ++c) {
-    const double* s = stress.data() + c * 6;
+    // Scaled by the largest component (fem/norm.hpp): finite stresses give a finite value.
+    const double* t = stress.data() + c * 6;
+    double largest = 0;
+    for (int k = 0; k < 6; ++k) largest = std::max(largest, std::abs(t[k]));
+    const double scale = square_scale(largest), r = 1.0 / scale;
+    double s[6];
+    for (int k = 0; k < 6; ++k) s[k] = t[k] * r;
     const double d01 = s[0] - s[1], d12 = s[1] - s[2], d20 = s[2] - s[0];
-    out[c] =
-        std::sqrt(0.5 * (d01 * d01 + d12 * d12 + d20 * d20) + 3 * (s[3] * s[3] + s[4] * s[4] + s[5] * s[5]));
+    out[c] = scale * std::sqrt(0.5 * (d01 * d01 + d12 * d12 + d20 * d20) +
+                               3 * (s[3] * s[3] + s[4] * s[4] + s[5] * s[5]));
   }
   return out;
 }

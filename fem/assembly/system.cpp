@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "fem/norm.hpp"
 #include "fem/reference_cell.hpp"
 
 namespace fem::assembly {
@@ -79,9 +80,12 @@ Errors solution_errors(const Assembler& assembler, std::span<const double> u, co
     for (std::size_t i = 0; i < shift.size(); ++i) shift[i] = u[i] + (shift[i] - normalized[i]);
     return errors(assembler, shift, exact);
   });
-  if (layout.distributed()) {
-    e.l2 = std::sqrt(layout.processes().sum(e.l2 * e.l2));
-    e.h1 = std::sqrt(layout.processes().sum(e.h1 * e.h1));
+  if (layout.distributed()) {  // the norm of the processes' norms, scaled (fem/norm.hpp)
+    const auto& p = layout.processes();
+    for (double* n : {&e.l2, &e.h1}) {
+      const double scale = square_scale(p.max(*n)), y = *n / scale;
+      *n = scale * std::sqrt(p.sum(y * y));
+    }
   }
   return e;
 }

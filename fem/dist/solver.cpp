@@ -6,6 +6,7 @@
 
 #include "fem/dist/detail/petsc.hpp"
 #include "fem/dist/session.hpp"
+#include "fem/norm.hpp"
 
 namespace fem::dist {
 
@@ -37,6 +38,19 @@ void set_rigid_body_modes(Mat A, const IndexMap& map) {
   FEM_PETSC(MatSetNearNullSpace(A, modes));
   FEM_PETSC(MatNullSpaceDestroy(&modes));
   FEM_PETSC(VecDestroy(&coords));
+}
+
+// Collective: ‖v‖₂ scaled (fem/norm.hpp): PETSc's NORM_2 squares the entries, and a right-hand
+// side of 1e300 would give inf/inf = NaN for the relative residual. v is scaled by a power of two
+// and back where its entries are far from 1 (a work vector or one refilled before its next use).
+PetscReal scaled_norm2(Vec v) {
+  PetscReal largest = 0, norm = 0;
+  FEM_PETSC(VecNorm(v, NORM_INFINITY, &largest));
+  const double scale = square_scale(largest);
+  if (scale != 1.0) FEM_PETSC(VecScale(v, 1.0 / scale));
+  FEM_PETSC(VecNorm(v, NORM_2, &norm));
+  if (scale != 1.0) FEM_PETSC(VecScale(v, scale));
+  return scale * norm;
 }
 
 }  // namespace
@@ -209,9 +223,7 @@ solve::SolveReport Solver::run(std::span<const double> b, Sums form, std::span<d
     else
       FEM_PETSC(MatMult(A_->mat(), x_, r_));
     FEM_PETSC(VecAYPX(r_, -1.0, b_));
-    PetscReal rnorm = 0, bnorm = 0;
-    FEM_PETSC(VecNorm(r_, NORM_2, &rnorm));
-    FEM_PETSC(VecNorm(b_, NORM_2, &bnorm));
+    const PetscReal rnorm = scaled_norm2(r_), bnorm = scaled_norm2(b_);
     report.residual = bnorm > 0 ? rnorm / bnorm : rnorm;
     if (!(report.residual <= limit))
       throw NumericalError(

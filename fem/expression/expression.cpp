@@ -571,6 +571,13 @@ Expression::Expression(std::string option, std::string text, int gdim, Admissibl
   try {
     LocalParser p(state_->text);
     value = p.parser.Eval();
+    // muparser's comma operator keeps the last of a list: "1,5" would silently be 5. An
+    // Expression is one value; a vector option splits its components before it gets here.
+    if (const int given = p.parser.GetNumResults(); given != 1)
+      throw Error(
+          fmt::format("{} '{}': expected 1 value, got {} separated by commas (a list belongs "
+                      "to a vector option only)",
+                      state_->option, state_->text, given));
     const auto used = p.parser.GetUsedVar();
     state_->constant = used.empty();
     state_->uses_t = used.count("t") > 0;

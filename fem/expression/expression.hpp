@@ -33,7 +33,8 @@ class ExpressionProgram;
 }
 
 /// A muparser expression in x, y, z and t. Parsed and checked once at construction (a bad
-/// expression, or one that assigns to a variable, is a fem::Error naming `option` and the text).
+/// expression, one that assigns to a variable, or a comma list of several values where this one
+/// value belongs, is a fem::Error naming `option`, the text and, for a list, the count).
 /// Evaluation runs muparser's bytecode compiled into a program over arrays of points: the same
 /// arithmetic in the same order as muparser, with sin, cos, exp, log, ... from glibc's vector
 /// math library (libmvec, at most 4 ulp from libm's) in builds with AVX2, so that every value

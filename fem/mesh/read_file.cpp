@@ -22,12 +22,21 @@ MappedFile::MappedFile(const std::filesystem::path& file) {
     throw ParseError(name, ParseError::Position::none, 0,
                      fmt::format("cannot open: {}", std::strerror(errno)));
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
     const int err = errno;
     ::close(fd);
-    throw ParseError(
-        name, ParseError::Position::none, 0,
-        err ? fmt::format("cannot read: {}", std::strerror(err)) : std::string("not a regular file"));
+    throw ParseError(name, ParseError::Position::none, 0, fmt::format("cannot read: {}", std::strerror(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {  // errno says nothing here (open succeeded): the kind of file does
+    ::close(fd);
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "a special file";
+    throw ParseError(name, ParseError::Position::none, 0,
+                     fmt::format("cannot read: it is {}, not a mesh file", kind));
   }
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ > 0) {

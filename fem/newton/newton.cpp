@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "fem/array.hpp"
+#include "fem/norm.hpp"
 
 namespace fem::newton {
 
@@ -67,7 +68,16 @@ class Inner {
  public:
   explicit Inner(const Layout& layout) : layout_(layout) {}
   double dot(std::span<const double> a, std::span<const double> b) const { return layout_.dot(a, b); }
-  double norm(std::span<const double> v) const { return std::sqrt(layout_.dot(v, v)); }
+  /// Scaled (fem/norm.hpp): a residual of 1e200 is a norm of 1e200, not an overflow to inf.
+  double norm(std::span<const double> v) const {
+    double largest = 0;
+    for (const double x : v) largest = std::max(largest, std::abs(x));
+    const double scale = square_scale(layout_.processes().max(largest));
+    if (scale == 1.0) return std::sqrt(layout_.dot(v, v));
+    std::vector<double> scaled(v.begin(), v.end());
+    for (double& x : scaled) x /= scale;
+    return scale * std::sqrt(layout_.dot(scaled, scaled));
+  }
 
  private:
   const Layout& layout_;

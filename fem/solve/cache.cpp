@@ -128,6 +128,8 @@ SolveReport detail::checked_solve(const Factorization& f, const CsrMatrix* matri
   std::span<const double> data = B;
   double defect = -1;
   if (const auto& ns = f.null_space(); ns && B.size() == n * static_cast<std::size_t>(nrhs)) {
+    // NaN data are named as such, not judged as incompatible with the null space.
+    if (SolveReport finite = detail::check_finite(B, f.size(), nrhs, f.backend()); !finite) return finite;
     corrected.assign(B.begin(), B.end());
     SolveReport compatible =
         detail::make_data_compatible(*ns, corrected, nrhs, options.compatibility_tolerance, f.backend());

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <fem/norm.hpp>
 #include <fem/solve/detail/backends.hpp>
 #include <fem/solve/solve.hpp>
 #include <limits>
@@ -269,6 +270,21 @@ Result detail::check_finite(const CsrMatrix& matrix) {
   return {};
 }
 
+SolveReport detail::check_finite(std::span<const double> data, index_t n, index_t nrhs, Backend backend) {
+  for (std::size_t p = 0; p < data.size(); ++p) {
+    if (!std::isfinite(data[p])) [[unlikely]] {
+      const auto row = static_cast<index_t>(n > 0 ? static_cast<index_t>(p) % n : 0);
+      const auto column = static_cast<index_t>(n > 0 ? static_cast<index_t>(p) / n : 0);
+      SolveReport r;
+      r.status = Status::non_finite_input;
+      r.reason = fmt::format("{}: the right-hand side{} has entry {} = {} (a solve needs finite data)",
+                             to_string(backend), nrhs > 1 ? fmt::format(" {}", column) : "", row, data[p]);
+      return r;
+    }
+  }
+  return {};
+}
+
 bool is_symmetric(const CsrMatrix& matrix, double relative_tolerance) {
   const CsrPattern& pattern = matrix.pattern();
   if (pattern.rows() != pattern.cols()) return false;
@@ -318,6 +334,12 @@ Result Factorization::analyze(std::shared_ptr<const CsrPattern> pattern) {
   if (pattern->rows() != pattern->cols())
     throw DimensionMismatch(fmt::format("{}: cannot factorize a non-square {} x {} matrix",
                                         to_string(backend()), pattern->rows(), pattern->cols()));
+  // Backends disagree on an empty matrix (CHOLMOD: "status -4"); there is nothing to factorize.
+  if (pattern->rows() == 0)
+    throw InvalidArgument(
+        fmt::format("{}: the matrix is 0 x 0: a system without unknowns has nothing to "
+                    "factorize or solve",
+                    to_string(backend())));
   const Ordering ordering = detail::resolve_ordering(backend(), options_.ordering, *pattern);
   if (!available(ordering)) throw NotCompiled("METIS", "the metis ordering");
   n_ = pattern->rows();
@@ -404,6 +426,7 @@ SolveReport Factorization::checked_solve(std::span<const double> B, std::span<do
     return r;
   }
   if (nrhs == 0 || n_ == 0) return {};
+  if (SolveReport data = detail::check_finite(B, n_, nrhs, backend()); !data) return data;
   SolveReport r;
   if (null_space_) {
     // Compatible data (up to the tolerance) lose their component along the null space, the
@@ -554,16 +577,16 @@ namespace {
 void measure_accuracy(const CsrMatrix& matrix, std::span<const double> scale, std::span<const double> b,
                       std::span<const double> x, std::span<const double> r, SolveReport& report) {
   const auto n = static_cast<std::size_t>(matrix.rows());
-  double rr = 0, bb = 0, sr = 0, sb = 0, sx = 0;
+  double sr = 0, sb = 0, sx = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    rr += r[i] * r[i];
-    bb += b[i] * b[i];
     const double s = scale.empty() ? 1.0 : scale[i];
     sr = std::max(sr, std::abs(r[i]) / s);
     sb = std::max(sb, std::abs(b[i]) / s);
     sx = std::max(sx, std::abs(x[i]) * s);
   }
-  report.residual = bb > 0 ? std::sqrt(rr / bb) : (rr > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+  // Scaled norms: a right-hand side of 1e200 is no "non-finite residual".
+  const double rn = norm2(r.first(n)), bn = norm2(b.first(n));
+  report.residual = bn > 0 ? rn / bn : (rn > 0 ? std::numeric_limits<double>::infinity() : 0.0);
   report.backward_error = sx + sb > 0 ? sr / (sx + sb) : 0.0;
   report.amplification = sb > 0 ? sx / sb : (sx > 0 ? std::numeric_limits<double>::infinity() : 0.0);
 }
@@ -576,20 +599,15 @@ SolveReport refine(const Factorization& factorization, const CsrMatrix& matrix, 
     throw DimensionMismatch(fmt::format("refine: matrix {} x {}, b has {}, x has {}", matrix.rows(),
                                         matrix.cols(), b.size(), x.size()));
   std::vector<double> r(n), dx(n);
-  double bnorm = 0;
-  for (double v : b) bnorm += v * v;
-  bnorm = std::sqrt(bnorm);
+  const double bnorm = norm2(b);
   auto residual = [&] {
     if (transpose)
       matrix.multiply_transpose(x, r);
     else
       matrix.multiply(x, r);
-    double s = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      r[i] = b[i] - r[i];
-      s += r[i] * r[i];
-    }
-    return bnorm > 0 ? std::sqrt(s) / bnorm : std::sqrt(s);
+    for (std::size_t i = 0; i < n; ++i) r[i] = b[i] - r[i];
+    const double s = norm2(r);
+    return bnorm > 0 ? s / bnorm : s;
   };
   SolveReport report;
   double current = residual();

@@ -4,21 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fem/norm.hpp>
 #include <fem/solve/detail/backends.hpp>
 #include <fem/solve/solve.hpp>
 #include <limits>
 
 namespace fem::solve {
-
-namespace {
-
-double norm2(std::span<const double> v) {
-  double s = 0;
-  for (double x : v) s += x * x;
-  return std::sqrt(s);
-}
-
-}  // namespace
 
 SolveReport detail::make_data_compatible(const NullSpace& null_space, std::span<double> data, index_t nrhs,
                                          double tolerance, Backend backend) {

@@ -104,10 +104,11 @@ Coefficient coefficient(const FunctionSpace& V, py::handle c, const char* what,
     std::map<int, double> values;
     std::optional<double> otherwise;
     for (auto [tag, value] : c.cast<py::dict>()) {
+      const std::string of = fmt::format("{} {{{}: ...}}", what, std::string(py::repr(tag)));
       if (is_all(tag))
-        otherwise = value.cast<double>();
+        otherwise = real_number(value, of);
       else
-        values[resolve_tag(V.mesh(), tag, V.mesh().tdim(), what)] = value.cast<double>();
+        values[resolve_tag(V.mesh(), tag, V.mesh().tdim(), what)] = real_number(value, of);
     }
     return Coefficient::per_tag(std::move(values), otherwise, what);
   }
@@ -265,7 +266,8 @@ void bind_assembly(py::module_& m) {
                 form.batch = batch_function(f, gdim, error);
                 form.f = point_function(f, gdim, error);
               } else {
-                const double value = f.cast<double>();
+                const double value =
+                    real_number(f, "source: f (a number or a function of x on a scalar space)");
                 form.f = [value](const double*) { return value; };
               }
               return vector(
@@ -341,7 +343,8 @@ void bind_assembly(py::module_& m) {
                } else if (PyCallable_Check(value.ptr())) {
                  d.value = point_function(py::reinterpret_borrow<py::object>(value), V.mesh().gdim(), error);
                } else {
-                 const double c = value.cast<double>();
+                 const double c =
+                     real_number(value, fmt::format("dirichlet {{{}: ...}}", std::string(py::repr(where))));
                  d.value = [c](const double*) { return c; };
                }
                list.push_back(std::move(d));

@@ -39,6 +39,47 @@ std::span<double> output_array(py::handle out, std::size_t size, const char* wha
   return {a.mutable_data(), size};
 }
 
+namespace {
+std::string described(py::handle v) {
+  std::string r = py::repr(v);
+  if (r.size() > 60) r = r.substr(0, 57) + "...";
+  return fmt::format("{} ({})", r, std::string(py::str(py::type::handle_of(v).attr("__name__"))));
+}
+}  // namespace
+
+double real_number(py::handle v, const std::string& what) {
+  if (py::isinstance<py::bool_>(v) || py::isinstance<py::str>(v) || py::isinstance<py::bytes>(v) ||
+      PyComplex_Check(v.ptr()))
+    throw InvalidArgument(fmt::format("{}: {} is not a real number", what, described(v)));
+  if (PyFloat_Check(v.ptr()) || PyLong_Check(v.ptr())) return v.cast<double>();
+  py::array a = py::array::ensure(v);  // numpy scalars and arrays; nullptr for anything else
+  if (!a) throw InvalidArgument(fmt::format("{}: {} is not a number", what, described(v)));
+  const char kind = a.dtype().kind();
+  if (kind == 'c')
+    throw InvalidArgument(
+        fmt::format("{}: {} is complex; the kernels take real numbers", what, described(v)));
+  if (kind != 'f' && kind != 'i' && kind != 'u')
+    throw InvalidArgument(fmt::format("{}: {} is not a number", what, described(v)));
+  if (a.size() != 1)
+    throw InvalidArgument(fmt::format("{}: an array of {} values where one number belongs", what, a.size()));
+  return DoubleArray::ensure(a).data()[0];
+}
+
+DoubleArray real_array(py::handle a, const std::string& what) {
+  py::array given = py::array::ensure(a);
+  if (!given) throw InvalidArgument(fmt::format("{}: {} is not an array of numbers", what, described(a)));
+  const char kind = given.dtype().kind();
+  if (kind == 'c')
+    throw InvalidArgument(
+        fmt::format("{}: the values are complex (dtype {}); the kernels solve real systems "
+                    "(solve for the real and imaginary parts separately)",
+                    what, std::string(py::str(given.dtype()))));
+  if (kind != 'f' && kind != 'i' && kind != 'u' && kind != 'b')
+    throw InvalidArgument(
+        fmt::format("{}: dtype {} is not numeric", what, std::string(py::str(given.dtype()))));
+  return DoubleArray::ensure(given);
+}
+
 std::vector<std::int32_t> checked_int32(py::handle a, const char* what) {
   py::array given = py::array::ensure(a);
   FEM_EXPECTS(given, "{}: not an array of integers", what);

@@ -122,6 +122,15 @@ std::span<double> output_array(py::handle out, std::size_t size, const char* wha
 /// truncated, 2^33 refused rather than wrapped).
 std::vector<std::int32_t> checked_int32(py::handle a, const char* what);
 
+/// A real number (a Python or numpy int or float, or an array of one value), else InvalidArgument
+/// naming `what` and what was given (a complex number, a string, an array of several values),
+/// not pybind11's bare RuntimeError.
+double real_number(py::handle v, const std::string& what);
+
+/// A float64 array of real numbers (a copy only when needed), else InvalidArgument naming
+/// `what`: complex values are refused, not cast to their real parts with numpy's warning only.
+DoubleArray real_array(py::handle a, const std::string& what);
+
 /// f(x) for `count` points x (count × gdim) in one Python call: f takes an array of shape
 /// (count, gdim) and returns count values (or one value for all). Takes the GIL itself.
 assembly::BatchFunction batch_function(py::object f, int gdim, std::shared_ptr<CallbackError> error);

@@ -3,6 +3,8 @@
 
 #include <pybind11/stl.h>
 
+#include <limits>
+
 #include "common.hpp"
 #include "fem/mesh/check.hpp"
 #include "fem/mesh/generate.hpp"
@@ -29,7 +31,21 @@ py::array_t<T> indices(const std::vector<T>& v) {
 }  // namespace
 
 int resolve_tag(const Mesh& mesh, py::handle tag, int dim, const char* what) {
-  if (!py::isinstance<py::str>(tag)) return tag.cast<int>();
+  if (!py::isinstance<py::str>(tag)) {
+    // A tag number is an integer (Python's or numpy's), not 1.5 truncated nor a bare RuntimeError.
+    if (py::isinstance<py::bool_>(tag) || !PyIndex_Check(tag.ptr()))
+      throw InvalidArgument(fmt::format(
+          "{}: tag {} ({}) is neither a tag number (an integer) nor a physical name", what,
+          std::string(py::repr(tag)), std::string(py::str(py::type::handle_of(tag).attr("__name__")))));
+    const auto number = py::reinterpret_steal<py::object>(PyNumber_Index(tag.ptr()));
+    if (!number) throw py::error_already_set();
+    int overflow = 0;
+    const long long value = PyLong_AsLongLongAndOverflow(number.ptr(), &overflow);
+    if (overflow != 0 || value < std::numeric_limits<int>::min() || value > std::numeric_limits<int>::max())
+      throw InvalidArgument(fmt::format("{}: tag {} is beyond the tag numbers (32-bit integers)", what,
+                                        std::string(py::repr(tag))));
+    return static_cast<int>(value);
+  }
   try {
     return mesh.resolve_tag(tag.cast<std::string>(), dim);  // the library's one resolver
   } catch (const InvalidArgument& e) {

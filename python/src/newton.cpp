@@ -19,7 +19,7 @@ assembly::NonlinearForm form(const std::string& problem, double parameter, py::o
     if (PyCallable_Check(source.ptr())) {
       f = point_function(source, gdim, error);
     } else {
-      const double c = source.cast<double>();
+      const double c = real_number(source, "newton_solve: source (a number or a function of x)");
       f = [c](const double*) { return c; };
     }
   }

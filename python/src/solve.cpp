@@ -111,12 +111,17 @@ Holding it keeps it alive whatever happens to the store's entries: a newer versi
 matrix, an erase or an eviction never changes what it solves with. Its solves are thread-safe
 and release the GIL.)")
       .def(
-          "solve", [](const Factorization& f, const DoubleArray& b) { return factor_solve(f, b, false); },
+          "solve",
+          [](const Factorization& f, py::handle b) {
+            return factor_solve(f, real_array(b, "Factorization.solve: b"), false);
+          },
           py::arg("b"), "x with A x = b; b of shape (n,) or (n, k).")
       .def(
           "solve_transpose",
-          [](const Factorization& f, const DoubleArray& b) { return factor_solve(f, b, true); }, py::arg("b"),
-          "x with Aᵀ x = b from the same factors; b of shape (n,) or (n, k).")
+          [](const Factorization& f, py::handle b) {
+            return factor_solve(f, real_array(b, "Factorization.solve_transpose: b"), true);
+          },
+          py::arg("b"), "x with Aᵀ x = b from the same factors; b of shape (n,) or (n, k).")
       .def_property_readonly(
           "backend", [](const Factorization& f) { return std::string(solve::to_string(f.backend())); })
       .def_property_readonly(
@@ -144,18 +149,19 @@ and release the GIL.)")
       "b of shape (n,) or (n, k).";
   m.def(
       "solve",
-      [](const std::string& key, const DoubleArray& b, const std::string& backend,
-         const std::string& ordering, int refinement_steps, double max_relative_residual) {
-        return store_solve(key, b, options(backend, ordering, refinement_steps, max_relative_residual),
-                           false);
+      [](const std::string& key, py::handle b, const std::string& backend, const std::string& ordering,
+         int refinement_steps, double max_relative_residual) {
+        return store_solve(key, real_array(b, "solve: b"),
+                           options(backend, ordering, refinement_steps, max_relative_residual), false);
       },
       py::arg("key"), py::arg("b"), py::arg("backend") = "auto", py::arg("ordering") = "auto",
       py::arg("refinement_steps") = 0, py::arg("max_relative_residual") = 1e-6, solve_doc);
   m.def(
       "solve_transpose",
-      [](const std::string& key, const DoubleArray& b, const std::string& backend,
-         const std::string& ordering, int refinement_steps, double max_relative_residual) {
-        return store_solve(key, b, options(backend, ordering, refinement_steps, max_relative_residual), true);
+      [](const std::string& key, py::handle b, const std::string& backend, const std::string& ordering,
+         int refinement_steps, double max_relative_residual) {
+        return store_solve(key, real_array(b, "solve_transpose: b"),
+                           options(backend, ordering, refinement_steps, max_relative_residual), true);
       },
       py::arg("key"), py::arg("b"), py::arg("backend") = "auto", py::arg("ordering") = "auto",
       py::arg("refinement_steps") = 0, py::arg("max_relative_residual") = 1e-6,

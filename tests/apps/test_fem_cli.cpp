@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -136,6 +137,40 @@ TEST(FemCli, MissingFileIsOneLineNamingItAndAnError) {
   expect_one_line_naming(fem_run("info '" + missing + "'", dir), "no_such_mesh.msh");
   expect_one_line_naming(fem_run("convert '" + missing + "' '" + (dir / "x.vtu").string() + "'", dir),
                          "no_such_mesh.msh");
+  fs::remove_all(dir);
+}
+
+// One exit code per class of outcome (the table in README.md), never CLI11's own 101-114:
+// 2 usage, 1 input refused, 3 numerical failure, 0 success and --help.
+TEST(FemCli, ExitCodesFollowTheClassOfTheError) {
+  const auto dir = temp_dir();
+  auto expect_code = [&](const std::string& args, int code) {
+    const CliResult r = fem_run(args, dir);
+    EXPECT_EQ(r.status, code) << args << "\n" << r.err;
+    if (code != 0) {
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+    }
+  };
+  expect_code("--help", 0);
+  expect_code("poisson --help", 0);
+  expect_code("info gen:square-tri3:2", 0);
+  // Usage: what CLI11 checks while parsing, before any work.
+  expect_code("", 2);                                              // no subcommand
+  expect_code("no-such-command", 2);                               // unknown subcommand
+  expect_code("info gen:square-tri3:2 --no-such-option", 2);       // unknown option (CLI11: 109)
+  expect_code("info", 2);                                          // missing argument (CLI11: 106)
+  expect_code("heat gen:square-tri3:4 --dt 0.1 --steps 0", 2);     // out of range (CLI11: 105)
+  expect_code("heat gen:square-tri3:4 --dt 0.1 --steps many", 2);  // not a number
+  expect_code("poisson gen:square-tri3:4 --solver no-such-solver", 2);
+  // Input refused: the file, the tags, the expressions.
+  expect_code("info '" + (dir / "no_such_mesh.msh").string() + "'", 1);
+  expect_code("poisson gen:square-tri3:4 --dirichlet ceiling=0", 1);
+  expect_code("poisson gen:square-tri3:4 --dirichlet all=0 --source 'sin(x'", 1);
+  expect_code("poisson gen:square-tri3:4 --dirichlet all=0 --source '1,5'", 1);
+  // Numerical failure: accepted, but no trustworthy answer.
+  expect_code("elasticity gen:square-tri3:4 --traction right=1,0", 3);  // free rigid motions, unbalanced
+  expect_code("poisson gen:square-tri3:4 --source 1", 3);               // pure Neumann, ∫f ≠ 0
+  expect_code("nonlinear gen:square-tri3:16 --problem bratu --lambda 7 --quiet", 3);  // Bratu past the fold
   fs::remove_all(dir);
 }
 

@@ -184,6 +184,47 @@ TEST(FemElasticity, JsonHoldsTheContract) {
   fs::remove_all(dir);
 }
 
+// Derived outputs (|u|, von Mises, the error norms) are computed scaled: finite components never
+// give an infinite |u| (JSON null) or one rounded to 0. With E = 1e-300 the displacement is about
+// 1e300, with E = 1e300 about 1e-300; both are the E = 1 answer scaled by 1/E.
+TEST(FemElasticity, DerivedOutputsNeitherOverflowNorUnderflow) {
+  const auto dir = temp_dir();
+  const std::string run = "elasticity gen:square-tri3:4 --fixed left --traction right=1,0.5";
+  const auto reference = run_json(run, dir);
+  ASSERT_FALSE(reference.is_null());
+  const double u1 = number(reference["solution"]["max"]),
+               mises = number(reference["stress"]["von_mises_max"]);
+  for (const double E : {1e-300, 1e300}) {
+    const auto j = run_json(run + fmt::format(" --E all={:g}", E), dir);
+    ASSERT_FALSE(j.is_null()) << E;
+    ASSERT_TRUE(j["solution"]["max"].is_number()) << j["solution"];
+    EXPECT_NEAR(number(j["solution"]["max"]) * E / u1, 1.0, 1e-8) << E;
+    // The largest |u| is at least the largest |u_x|.
+    const double ux = std::max(-number(j["solution"]["components"][0]["min"]),
+                               number(j["solution"]["components"][0]["max"]));
+    EXPECT_GE(number(j["solution"]["max"]), ux) << E;
+    EXPECT_NEAR(number(j["stress"]["von_mises_max"]) / mises, 1.0, 1e-8) << E;
+  }
+  // Stresses of 1e300: a finite von Mises stress, 1e300 times the unit load's.
+  const auto big = run_json("elasticity gen:square-tri3:4 --fixed left --traction right=1e300,5e299", dir);
+  ASSERT_FALSE(big.is_null());
+  ASSERT_TRUE(big["stress"]["von_mises_max"].is_number()) << big["stress"];
+  EXPECT_NEAR(number(big["stress"]["von_mises_max"]) / (1e300 * mises), 1.0, 1e-8);
+  // The error norms of an affine displacement of size 1e300 and 1e-300: rounding-sized, not inf or 0.
+  for (const char* scale : {"1e300", "1e-300"}) {
+    const std::string field = fmt::format("{0}*(1+x),{0}*(2-y)", scale);
+    const auto j =
+        run_json("elasticity gen:square-tri3:4 --dirichlet 'all=" + field + "' --exact '" + field + "'", dir);
+    ASSERT_FALSE(j.is_null()) << scale;
+    ASSERT_TRUE(j["error"]["l2"].is_number() && j["error"]["h1"].is_number()) << j["error"];
+    const double size = std::stod(scale);
+    EXPECT_LT(number(j["error"]["l2"]), 1e-10 * size) << scale;
+    EXPECT_NEAR(number(j["solution"]["max"]) / size, std::sqrt(8.0), 1e-12) << scale;  // |(2, 2)| at (1, 0)
+    EXPECT_NEAR(number(j["solution"]["min"]) / size, std::sqrt(2.0), 1e-12) << scale;  // |(1, 1)| at (0, 1)
+  }
+  fs::remove_all(dir);
+}
+
 // The constraints are checked against the rigid motions, not against which options were given:
 // free motions with loads that push along them are named in a one-line error; with equilibrated
 // loads the body is solved orthogonal to them.

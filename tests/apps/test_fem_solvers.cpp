@@ -1,6 +1,7 @@
 // The solver subcommands as a user runs them: `fem poisson`, `fem heat` and `fem nonlinear`
 // with --json - on generated and sample meshes; errors against exact solutions, the store's
 // cache counters (one factorization, N cached solves), exit codes and one-line errors.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -418,6 +419,56 @@ TEST(FemSolvers, OptionErrorsSayWhatIsWrongInWords) {
   for (const char* bad : {"x=5", "y+=1", "x*=2"})
     expect_words(p + "--dirichlet all=0 --source '" + bad + "'", "--source", "assigns");
   EXPECT_FALSE(run_json(p + "--dirichlet all=0 --source '(x==0.5)+(x<=2)+(x>=0)+(x!=1)'", dir).is_null());
+  fs::remove_all(dir);
+}
+
+// A time step so large that M + dt·K loses its mass term to rounding is reported as the time
+// step's (dt against the mesh), not as a singular matrix or data that need a Dirichlet condition;
+// with a Dirichlet condition the same dt is the steady state, solved as usual.
+TEST(FemHeat, ATimeStepThatDrownsTheMassTermIsNamed) {
+  const auto dir = temp_dir();
+  for (const std::string mesh : {"gen:square-tri3:8", "gen:cube-tet4:4 --solver lu"}) {
+    for (const char* dt : {"1e12", "1e20"}) {
+      const auto r = fem_run("heat " + mesh + " --dt " + dt + " --steps 2 --initial x --quiet", dir);
+      EXPECT_EQ(r.status, 3) << mesh << " " << dt << "\n" << r.err;
+      expect_one_line_naming(r, "the time step is too large for this mesh");
+      expect_one_line_naming(r, "dt·k/h² ≈ ");
+      expect_one_line_naming(r, "take a smaller --dt");
+    }
+  }
+  const auto j = run_json("heat gen:square-tri3:8 --dt 1e20 --steps 2 --initial x --dirichlet left=1", dir);
+  ASSERT_FALSE(j.is_null());
+  EXPECT_NEAR(j["solution"]["min"].get<double>(), 1.0, 1e-9);  // the steady state u = 1
+  EXPECT_NEAR(j["solution"]["max"].get<double>(), 1.0, 1e-9);
+  fs::remove_all(dir);
+}
+
+// A scalar is one value: a comma list where one value belongs is refused naming the option and
+// the count (muparser's comma operator would silently keep the last item); vector options keep
+// their lists, and commas inside a function's parentheses are no list.
+TEST(FemSolvers, ACommaListWhereOneValueBelongsIsRefused) {
+  const auto dir = temp_dir();
+  auto expect_refused = [&](const std::string& args, const char* option, int given) {
+    const auto r = fem_run(args, dir);
+    expect_one_line_naming(r, option);
+    expect_one_line_naming(r, "expected 1 value");
+    expect_one_line_naming(r, fmt::format("got {}", given));
+    EXPECT_EQ(r.status, 1) << args;
+  };
+  const std::string p = "poisson gen:square-tri3:4 ";
+  expect_refused(p + "--dirichlet all=0 --source '1,5'", "--source", 2);
+  expect_refused(p + "--dirichlet all=0,1", "--dirichlet all", 2);
+  expect_refused(p + "--dirichlet left=0 --neumann 'right=1,2,3'", "--neumann right", 3);
+  expect_refused(p + "--dirichlet all=0 --coefficient all=1,1000", "--coefficient all", 2);
+  expect_refused(p + "--dirichlet all=0 --exact 'x,y'", "--exact", 2);
+  expect_refused("heat gen:square-tri3:4 --dt 0.1 --steps 1 --dirichlet all=0 --initial '0,1'", "--initial",
+                 2);
+  const std::string e = "elasticity gen:square-tri3:4 --fixed left ";
+  expect_refused(e + "--E all=1,1000", "--E all", 2);
+  expect_refused(e + "--nu all=0.3,0.1", "--nu all", 2);
+  // Vector options take one value per component.
+  EXPECT_FALSE(run_json(e + "--traction right=1,0 --body-force 0,-1 --E all=2", dir).is_null());
+  EXPECT_FALSE(run_json(p + "--dirichlet 'all=min(x,y)' --source 'max(1, 2)'", dir).is_null());
   fs::remove_all(dir);
 }
 

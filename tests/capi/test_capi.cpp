@@ -3,9 +3,12 @@
 // status code with a message that names what went wrong, and failed calls leave the store as it
 // was.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <numbers>
 #include <string>
@@ -114,6 +117,18 @@ TEST_F(CapiErrors, BadMeshSpecsAndFiles) {
   EXPECT_NE(fem_mesh_read("/nonexistent/capi.msh", "capi/errors/r", nullptr), FEM_OK);
   EXPECT_NE(last().find("/nonexistent/capi.msh"), std::string::npos) << last();
   EXPECT_FALSE(fem::store().contains("capi/errors/r"));
+  // A folder opens (read-only) and is no mesh: the message says so, not a stale errno's text
+  // (the failed read above left ENOENT there; set it again in case something cleared it).
+  const std::filesystem::path folder =
+      std::filesystem::temp_directory_path() / ("fem_capi_folder_" + std::to_string(::getpid()) + ".msh");
+  std::filesystem::create_directories(folder);
+  errno = ENOENT;
+  EXPECT_EQ(fem_mesh_read(folder.c_str(), "capi/errors/r", nullptr), FEM_ERR_PARSE);
+  EXPECT_NE(last().find(folder.string()), std::string::npos) << last();
+  EXPECT_NE(last().find("is a directory"), std::string::npos) << last();
+  EXPECT_EQ(last().find("No such file"), std::string::npos) << last();
+  EXPECT_FALSE(fem::store().contains("capi/errors/r"));
+  std::filesystem::remove(folder);
 }
 
 TEST_F(CapiErrors, WrongSizesNameTheKeyAndTheSizes) {

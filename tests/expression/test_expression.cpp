@@ -150,13 +150,36 @@ TEST(Expression, EveryPointOfABatchIsChecked) {
 }
 
 TEST(Expression, WhatTheProgramDoesNotCompileRunsThroughMuparser) {
-  const Expression several("--test", "x, 2*y", 2);  // muparser's value: the last one
-  EXPECT_FALSE(several.compiled());
+  // Conditions nested deeper than the program keeps pending: muparser evaluates them.
+  std::string text = "x";
+  for (int k = 0; k < 12; ++k) text = fmt::format("y<{} ? {} : ({})", 0.05 * (k + 1), k, text);
+  const Expression deep("--test", text, 2);
+  EXPECT_FALSE(deep.compiled());
   const double p[2] = {0.25, 0.5};
-  EXPECT_EQ(several(p), 1.0);
+  EXPECT_EQ(deep(p), muparser_value(text, p, 2));
   std::vector<double> v(1);
-  several.evaluate(1, p, v.data());
-  EXPECT_EQ(v[0], 1.0);
+  deep.evaluate(1, p, v.data());
+  EXPECT_EQ(v[0], muparser_value(text, p, 2));
+}
+
+TEST(Expression, ACommaListWhereOneValueBelongsIsRefused) {
+  // muparser would keep the last item ("1,5" is 5); a scalar option gets one value.
+  for (const char* text : {"1,5", "x, 2*y", "0,1,2", "min(x,y), 1"}) {
+    try {
+      Expression("--source", text, 2);
+      ADD_FAILURE() << text << " was accepted";
+    } catch (const fem::Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("--source"), std::string::npos) << what;
+      EXPECT_NE(what.find("expected 1 value"), std::string::npos) << what;
+      const int given = text == std::string("0,1,2") ? 3 : 2;
+      EXPECT_NE(what.find(fmt::format("got {}", given)), std::string::npos) << what;
+    }
+  }
+  // Commas inside a function's arguments are not a list.
+  const double p[2] = {0.25, 0.5};
+  EXPECT_EQ(Expression("--source", "min(x, y) + max(x, y, 1)", 2)(p), 1.25);
+  EXPECT_EQ(Expression("--source", "sum(1, 5)", 2)(nullptr), 6.0);
 }
 
 // The compiled program reads muparser's bytecode, whose meaning muparser does not promise to

@@ -533,6 +533,26 @@ TEST_F(Newton, UserCallbacksAndTheStoreKeys) {
   EXPECT_TRUE(store.contains("newton/circle/F"));
 }
 
+// Residual norms are scaled (fem/norm.hpp): a residual of 1e200 has a norm of 1e200, not inf
+// (which would read as a NaN residual and stop Newton at its guess).
+TEST_F(Newton, HugeResidualsHaveFiniteNorms) {
+  auto pattern = std::make_shared<const fem::CsrPattern>(2, 2, std::vector<fem::index_t>{0, 1, 2},
+                                                         std::vector<fem::index_t>{0, 1});
+  nt::Problem p;
+  p.name = "newton/huge";
+  p.residual = [](std::span<const double> x, std::span<double> F) {
+    F[0] = 2 * x[0] - 1e200;
+    F[1] = x[1] - 3e200;
+  };
+  p.jacobian = [pattern](std::span<const double>) { return fem::CsrMatrix(pattern, {2.0, 1.0}); };
+  std::vector<double> x{0.0, 0.0};
+  const auto r = nt::solve(p, x);
+  ASSERT_TRUE(r.converged) << static_cast<int>(r.reason);
+  EXPECT_NEAR(r.initial_residual_norm / (std::hypot(1.0, 3.0) * 1e200), 1.0, 1e-15);
+  EXPECT_NEAR(x[0] / 0.5e200, 1.0, 1e-15);
+  EXPECT_NEAR(x[1] / 3e200, 1.0, 1e-15);
+}
+
 TEST_F(Newton, StopReasons) {
   {  // a singular Jacobian at the guess: the linear solve fails, u stays finite
     std::vector<double> x{0.0, 0.0};

@@ -8,6 +8,7 @@
 #include <fem/solve/detail/backends.hpp>
 #include <fem/solve/solve.hpp>
 #include <limits>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -76,6 +77,73 @@ TEST(Errors, NonFiniteEntriesAreNamed) {
       const auto b = test::random_vector(static_cast<std::size_t>(m.rows()));
       EXPECT_THROW(solve(s, "A", b, {.backend = backend}), NumericalError);
     }
+  }
+}
+
+// NaN or Inf in b is bad data, named as such: not a "singular matrix", not "incompatible" with
+// a null space; the factorization stays usable.
+TEST(Errors, NonFiniteRightHandSidesAreNamedNotCalledSingular) {
+  const CsrMatrix a = test::laplacian_2d(6);
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()}) {
+    auto b = test::random_vector(static_cast<std::size_t>(a.rows()));
+    b[5] = bad;
+    std::vector<double> x(b.size());
+    for (Backend backend : backends()) {
+      SCOPED_TRACE(std::string(to_string(backend)));
+      auto f = make_factorization(backend);
+      ASSERT_TRUE(f->compute(a));
+      const SolveReport r = f->solve(b, x);
+      EXPECT_EQ(r.status, Status::non_finite_input) << r.reason;
+      EXPECT_NE(r.reason.find("right-hand side has entry 5 = "), std::string::npos) << r.reason;
+      EXPECT_EQ(r.reason.find("singular"), std::string::npos) << r.reason;
+      Store s;
+      s.put("A", a);
+      try {
+        solve(s, "A", b, {.backend = backend});
+        ADD_FAILURE() << "no error";
+      } catch (const NumericalError& e) {
+        EXPECT_NE(std::string(e.what()).find("non_finite_input"), std::string::npos) << e.what();
+      }
+      b[5] = 1.0;
+      EXPECT_TRUE(f->solve(b, x));
+      b[5] = bad;
+    }
+  }
+  // A pure Neumann matrix (constant null space): the NaN is named before the compatibility check.
+  std::vector<std::map<index_t, double>> rows(6);  // a path graph's Laplacian: rows sum to zero
+  for (index_t i = 0; i + 1 < 6; ++i) {
+    rows[static_cast<std::size_t>(i)][i] += 1, rows[static_cast<std::size_t>(i)][i + 1] -= 1;
+    rows[static_cast<std::size_t>(i + 1)][i + 1] += 1, rows[static_cast<std::size_t>(i + 1)][i] -= 1;
+  }
+  const CsrMatrix neumann = test::from_entries(6, rows);
+  Store s;
+  s.put("N", neumann);
+  std::vector<double> b(static_cast<std::size_t>(neumann.rows()), 0.0);
+  b[3] = std::numeric_limits<double>::quiet_NaN();
+  try {
+    solve(s, "N", b);
+    ADD_FAILURE() << "no error";
+  } catch (const NumericalError& e) {
+    EXPECT_NE(std::string(e.what()).find("entry 3 = nan"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find("incompatible"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Errors, AnEmptyMatrixIsRefusedInWords) {
+  auto p = std::make_shared<const CsrPattern>(0, 0, std::vector<index_t>{0}, std::vector<index_t>{});
+  const CsrMatrix empty(p, {});
+  for (Backend backend : backends()) {
+    SCOPED_TRACE(std::string(to_string(backend)));
+    auto f = make_factorization(backend);
+    try {
+      f->compute(empty);
+      ADD_FAILURE() << "no error";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("0 x 0"), std::string::npos) << e.what();
+    }
+    Store s;
+    s.put("E", empty);
+    EXPECT_THROW(solve(s, "E", std::vector<double>{}, {.backend = backend}), InvalidArgument);
   }
 }
 
@@ -153,6 +221,12 @@ TEST(Errors, TooLargeIsRefusedBeforeTheNumericFactorization) {
       EXPECT_TRUE(contains(r.reason, "MiB, ")) << r.reason;  // the predicted bytes
       EXPECT_TRUE(contains(r.reason, "but 1.00 MiB of memory are available (FEM_MEMORY_LIMIT)")) << r.reason;
       EXPECT_TRUE(contains(r.reason, "too large for a direct solver on this machine")) << r.reason;
+      // The solvers that can take it, by name (there are iterative and distributed ones).
+      EXPECT_TRUE(contains(r.reason, "--solver gamg")) << r.reason;
+      EXPECT_TRUE(contains(r.reason, "--solver hypre")) << r.reason;
+      EXPECT_TRUE(contains(r.reason, "mpirun -np N fem")) << r.reason;
+      EXPECT_TRUE(contains(r.reason, "backend gamg, hypre or mumps")) << r.reason;
+      EXPECT_FALSE(contains(r.reason, "no iterative")) << r.reason;
       // Refused before any numeric work: analyzed once, nothing factorized, nothing allocated.
       EXPECT_EQ(f->counts().symbolic_analyses, 1);
       EXPECT_EQ(f->counts().factorizations, 0);

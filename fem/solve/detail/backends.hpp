@@ -81,6 +81,9 @@ std::vector<int> metis_order(int n, const int* offsets, const int* indices);
 
 /// First NaN/Inf entry as a failed Result, or success.
 Result check_finite(const CsrMatrix& matrix);
+/// The first NaN/Inf entry of right-hand sides (n × nrhs, column-major) as non_finite_input
+/// naming the entry (and the column when nrhs > 1), or success: bad data, not a singular matrix.
+SolveReport check_finite(std::span<const double> data, index_t n, index_t nrhs, Backend backend);
 
 /// Checks the right-hand sides of a singular system (n × nrhs, column-major, in place) against
 /// its null space and removes their component along it: `incompatible` (naming the backend and

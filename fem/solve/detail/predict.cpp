@@ -141,10 +141,10 @@ std::string too_large_reason(Backend backend, Ordering ordering, const Predictio
   else
     r += fmt::format("need {} ({})", format_bytes(prediction.factor_bytes), prediction.basis);
   r += what;
-  r += ": the problem is too large for a direct solver on this machine; solve a smaller problem (a coarser "
-       "mesh, a "
-       "lower degree) or use a machine with more memory (this project has no iterative or distributed solver "
-       "yet)";
+  r += ": the problem is too large for a direct solver on this machine; use an iterative or distributed "
+       "solver (the fem executable: --solver gamg or --solver hypre, or mpirun -np N fem ... for MUMPS over "
+       "N processes; the library: solve::Options backend gamg, hypre or mumps, through fem::dist), solve a "
+       "smaller problem (a coarser mesh, a lower degree) or use a machine with more memory";
   if (ordering != Ordering::metis && available(Ordering::metis))
     r += "; the metis ordering usually fills much less on 3D problems";
   return r;
