@@ -19,3 +19,5 @@ mesh lshape lshape.geo 2
 mesh cylinder cylinder.geo 3
 # a partitioned file (2 partitions, METIS): its $PartitionedEntities must not change the mesh
 gmsh plate_hole.geo -2 -part 2 -format msh41 -o plate_hole_part2_v41.msh -v 2
+# physical groups as sets: cells and facets in two groups, an interior interface, an untagged side
+for v in 22 41; do gmsh groups.geo -2 -format "msh$v" -o "groups_v${v}.msh" -v 2; done

@@ -50,35 +50,36 @@ void run_elasticity(const ElasticityOptions& o) {
   std::vector<assembly::Neumann> tractions;
   std::optional<assembly::VectorFunction> body_force, exact;
   assembly::Elasticity material;
+  std::vector<Expression> keep;
   run.local([&] {
-    material = {coefficient(mesh, o.young, "--E", 1.0, Admissible::positive("Young's modulus")),
-                coefficient(mesh, o.poisson, "--nu", 0.3, poisson_ratio),
+    material = {coefficient(run, o.young, keep, "--E", 1.0, Admissible::positive("Young's modulus")),
+                coefficient(run, o.poisson, keep, "--nu", 0.3, poisson_ratio),
                 plane_stress ? assembly::Elasticity::Plane::stress : assembly::Elasticity::Plane::strain};
     for (const auto& tag : o.fixed) dirichlet.push_back({facets(mesh, "--fixed", tag), nullptr, -1});
     for (const auto& [tag, expr] : tagged_values(mesh, "--dirichlet", o.dirichlet)) {
       const auto where = facets(mesh, "--dirichlet", tag);
-      const auto parts = vector_expression("--dirichlet " + tag, expr, dim, gdim, true);
+      const auto parts = vector_expression(run, "--dirichlet " + tag, expr, dim, true);
       for (int k = 0; k < dim; ++k)
         if (parts[k]) dirichlet.push_back({where, parts[k]->function(), k});
     }
     for (const auto& [tag, expr] : tagged_values(mesh, "--traction", o.traction)) {
-      tractions.push_back({facet_tags_of(mesh, "--traction", tag),
-                           vector_function(vector_expression("--traction " + tag, expr, dim, gdim))});
+      tractions.push_back({facets(mesh, "--traction", tag),
+                           vector_function(vector_expression(run, "--traction " + tag, expr, dim))});
     }
     if (!o.body_force.empty())
-      body_force = vector_function(vector_expression("--body-force", o.body_force, dim, gdim));
-    if (!o.exact.empty()) exact = vector_function(vector_expression("--exact", o.exact, dim, gdim));
+      body_force = vector_function(vector_expression(run, "--body-force", o.body_force, dim));
+    if (!o.exact.empty()) exact = vector_function(vector_expression(run, "--exact", o.exact, dim));
   });
   run.make_space(dim, /*spd=*/true);
   const assembly::Assembler& a = *run.assembler();
 
   Stopwatch w;
   std::vector<double> values = prefaulted_vector<double>(a.pattern()->nnz()), b(a.space().num_dofs(), 0.0);
-  run.check_tags(tractions);
+  run.check_tags(tractions, {&material.young, &material.poisson});
   run.local([&] {
     a.matrix_into(material, values);
     if (body_force) a.vector_into(assembly::VectorSource{*body_force}, b);
-    for (const auto& n : tractions) a.vector_into(n, b);
+    assembly::assemble_neumann(a.space(), tractions, b);
   });
   const auto bc = assembly::dirichlet_values(a.space(), dirichlet, run.layout());
   assembly::apply_dirichlet(bc, *a.pattern(), values, b);
@@ -86,6 +87,8 @@ void run_elasticity(const ElasticityOptions& o) {
   // The constraints are checked against the rigid motions (not against which options were
   // given): free ones with balanced loads are solved orthogonal to them, else an error naming them.
   run.publish_and_factorize("elasticity/A", std::move(values), bc);
+  // A locked displacement is no answer: warned in the text and the JSON (assembly/locking.hpp).
+  const assembly::Locking locking = assembly::locking(a.space(), material, run.layout());
   std::vector<double> u(b.size());
   run.solve(b, u);
 
@@ -125,6 +128,11 @@ void run_elasticity(const ElasticityOptions& o) {
   j["solution"].update(range_json(magnitude_range));  // of |u| at the DOF nodes
   for (const auto& r : ranges) j["solution"]["components"].push_back(range_json(r));
   j["stress"] = {{"von_mises_min", mises_range.first}, {"von_mises_max", mises_range.second}};
+  j["locking"] = {{"lambda_over_mu", locking.lambda_over_mu},
+                  {"h_over_L", locking.h_over_L},
+                  {"indicator", locking.indicator}};
+  j["warnings"] = nlohmann::json::array();
+  if (locking.locks) j["warnings"].push_back(locking.warning());
   if (exact) j["error"] = error_json(err);
   if (!o.common.output.empty()) j["output"] = o.common.output;
   run.write_json(j);
@@ -136,6 +144,7 @@ void run_elasticity(const ElasticityOptions& o) {
     fmt::print(out, ", u{} in [{:.6g}, {:.6g}]", "xyz"[k], ranges[k].first, ranges[k].second);
   fmt::print(out, "\nvon Mises   min {:.6g}, max {:.6g}\n", mises_range.first, mises_range.second);
   if (exact) print_errors(out, err);
+  if (locking.locks) fmt::print(out, "warning     {}\n", locking.warning());
   if (!o.common.output.empty()) fmt::print(out, "output      {}\n", o.common.output);
   run.print_timings();
 }
@@ -153,7 +162,9 @@ void add_elasticity(CLI::App& app) {
          "Young's modulus per cell tag: TAG=VALUE (TAG: physical name, number or 'all'; 'all' may be an "
          "expression in x, y, z); default 1")
       ->allow_extra_args(false);
-  cmd->add_option("--nu", o->poisson, "Poisson's ratio per cell tag: TAG=VALUE; default 0.3")
+  cmd->add_option("--nu", o->poisson,
+                  "Poisson's ratio per cell tag: TAG=VALUE; default 0.3. Near 0.5 use --order 2: degree 1 "
+                  "locks (a warning says when: docs/elasticity.md)")
       ->allow_extra_args(false);
   cmd->add_option(
          "--plane", o->plane,

@@ -1,9 +1,11 @@
 // fem heat: backward Euler for u_t - div(k ∇u) = f. The matrix M + dt K is assembled and
-// factorized once (store key heat/A); every time step is one cached solve with it.
+// factorized once (store key heat/A; every step when k depends on t); every time step is one
+// cached solve with it.
 //   fem heat gen:square-tri3:32 --dt 0.01 --steps 100 --initial 'sin(pi*x)*sin(pi*y)' --dirichlet all=0
 //   fem heat meshes/plate_hole_v41.msh --dt 0.01 --steps 50 --dirichlet hole=1 --output out/heat.pvd
-// Dirichlet and Neumann values are evaluated once, at t = 0 (time-independent); the source is
-// evaluated at every new time t_{n+1} when it uses t.
+// Every datum may depend on t and is evaluated at the time of the step it enters, t_{n+1}: a
+// source, Neumann or Dirichlet value in t changes the right-hand side only; a coefficient in t
+// makes a new matrix every step (refactorized on the same symbolic analysis: the counters say so).
 #include <fmt/core.h>
 #include <unistd.h>
 
@@ -45,56 +47,82 @@ std::filesystem::path pvd_path(const std::string& output) {
 
 void run_heat(const HeatOptions& o) {
   Run run(o.common, "heat");
-  run.time_stepped = true;  // M + dt·K: a failure while dt·K drowns M is the time step's, in words
+  run.time_stepped = true;  // t in its expressions; M + dt·K: a failure while dt·K drowns M is dt's
   const auto pvd = run.local([&]() -> std::optional<std::filesystem::path> {
     return o.common.output.empty() ? std::nullopt : std::optional(pvd_path(o.common.output));
   });
-  const Mesh& mesh = run.mesh();
-  std::vector<Expression> keep;
+  // Each datum is evaluated at the time of the step it enters (backward Euler: t_{n+1}).
+  std::vector<Expression> keep_k, keep_dirichlet, keep_neumann;
   std::optional<Expression> source, initial, exact;
   std::vector<assembly::Dirichlet> dirichlet;
   std::vector<assembly::Neumann> neumann;
   assembly::Coefficient k;
   run.local([&] {
-    if (!o.source.empty()) source.emplace("--source", o.source, mesh.gdim());
-    initial.emplace("--initial", o.initial, mesh.gdim());
-    if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh.gdim());
-    k = coefficient(mesh, o.coefficients);
-    dirichlet = dirichlet_conditions(mesh, o.dirichlet, keep);
-    neumann = neumann_conditions(mesh, o.neumann, keep);
+    if (!o.source.empty()) source = expression(run, "--source", o.source);
+    initial = expression(run, "--initial", o.initial);
+    if (!o.exact.empty()) exact = expression(run, "--exact", o.exact);
+    k = coefficient(run, o.coefficients, keep_k);
+    dirichlet = dirichlet_conditions(run, o.dirichlet, keep_dirichlet);
+    neumann = neumann_conditions(run, o.neumann, keep_neumann);
   });
+  const auto uses_time = [](const std::vector<Expression>& e) {
+    return std::any_of(e.begin(), e.end(), [](const Expression& x) { return x.uses_time(); });
+  };
+  const auto set_time = [](const std::vector<Expression>& e, double time) {
+    for (const auto& x : e) x.set_time(time);
+  };
+  const bool k_uses_t = uses_time(keep_k), dirichlet_uses_t = uses_time(keep_dirichlet),
+             neumann_uses_t = uses_time(keep_neumann), source_uses_t = source && source->uses_time();
   const int every = o.every > 0 ? o.every : std::max(1, o.steps / 10);
   run.make_space(1, /*spd=*/true);
   const assembly::Assembler& a = *run.assembler();
   const assembly::FunctionSpace& V = a.space();
 
-  // M, and A = M + dt K with the Dirichlet rows; lift = what the conditions add to every b.
-  // Local matrices and vectors are partial sums on the DOFs shared by processes.
+  // M, and A = M + dt K(t) with the Dirichlet rows of the values at t; lift = what the conditions
+  // add to b. A k in t makes a new matrix every step (a new version: refactorized, on the same
+  // symbolic analysis); a Dirichlet value in t changes the lift only. Local matrices and vectors
+  // are partial sums on the DOFs shared by processes.
   Stopwatch w;
   const auto pattern = a.pattern();
   const auto n = static_cast<std::size_t>(V.num_dofs());
   std::vector<double> mass = prefaulted_vector<double>(pattern->nnz()),
-                      values = prefaulted_vector<double>(pattern->nnz());
-  std::vector<double> fixed(n, 0.0),
-      u;  // fixed: dt · (Neumann fluxes; the source too when it does not use t)
-  const bool source_uses_t = source && source->uses_time();
-  run.check_tags(neumann);
+                      stiffness = prefaulted_vector<double>(pattern->nnz());
+  std::vector<double> fixed(n, 0.0), u;  // fixed: dt · (the data that does not depend on t)
+  run.check_tags(neumann, {&k});
   run.local([&] {
     a.matrix_into(assembly::Mass{}, mass);
-    a.matrix_into(assembly::Diffusion{k}, values);
-    for (const auto& nm : neumann) a.vector_into(nm, fixed);
+    if (!neumann_uses_t) assembly::assemble_neumann(V, neumann, fixed);
     if (source && !source_uses_t)
       a.vector_into(assembly::Source{source->function(), source->batch_function()}, fixed);
     u = assembly::interpolate(V, initial->function());
   });
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = mass[i] + o.dt * values[i];
   for (double& v : fixed) v *= o.dt;
   const CsrMatrix M(pattern, std::move(mass));
-  const auto bc = assembly::dirichlet_values(V, dirichlet, run.layout());
+  // A at time t, unconstrained (kept while the Dirichlet values change with t).
+  std::vector<double> unconstrained;
+  const auto system_at = [&](double time) {
+    set_time(keep_k, time);
+    run.local([&] { a.matrix_into(assembly::Diffusion{k}, stiffness); });
+    const auto m = M.values();
+    unconstrained.resize(stiffness.size());
+    for (std::size_t i = 0; i < stiffness.size(); ++i) unconstrained[i] = m[i] + o.dt * stiffness[i];
+  };
   std::vector<double> lift(n, 0.0);
-  assembly::apply_dirichlet(bc, *pattern, values, lift);
+  // The Dirichlet values at t, the constrained matrix and its lift; published (a new version) when
+  // `publish`.
+  const auto constrain_at = [&](double time, bool publish) {
+    set_time(keep_dirichlet, time);
+    auto bc = assembly::dirichlet_values(V, dirichlet, run.layout());
+    std::vector<double> values = unconstrained;
+    std::fill(lift.begin(), lift.end(), 0.0);
+    assembly::apply_dirichlet(bc, *pattern, values, lift);
+    if (publish) run.publish_and_factorize("heat/A", std::move(values), bc);
+    return bc;
+  };
+  system_at(o.dt);
   run.t.assemble = w.seconds();
-  run.publish_and_factorize("heat/A", std::move(values), bc);
+  auto bc = constrain_at(o.dt, /*publish=*/true);
+  if (!k_uses_t && !dirichlet_uses_t) unconstrained = {};  // nothing changes with t: A and lift stay
 
   std::optional<dist::Series> series;
   auto write_frame = [&](double time) {
@@ -117,12 +145,22 @@ void run_heat(const HeatOptions& o) {
   for (int step = 1; step <= o.steps; ++step) {
     const double time = step * o.dt;
     w = Stopwatch();
+    if (step > 1 && k_uses_t) system_at(time);
+    if (step > 1 && (k_uses_t || dirichlet_uses_t)) {
+      run.t.assemble += w.seconds();
+      bc = constrain_at(time, /*publish=*/k_uses_t);  // timed by publish_and_factorize when it publishes
+      w = Stopwatch();
+    }
     M.multiply(u, b);
     for (std::size_t i = 0; i < n; ++i) b[i] += fixed[i];
-    if (source_uses_t) {
-      source->set_time(time);
+    if (source_uses_t || neumann_uses_t) {
+      if (source) source->set_time(time);
+      set_time(keep_neumann, time);
       std::fill(f.begin(), f.end(), 0.0);
-      run.local([&] { a.vector_into(assembly::Source{source->function(), source->batch_function()}, f); });
+      run.local([&] {
+        if (source_uses_t) a.vector_into(assembly::Source{source->function(), source->batch_function()}, f);
+        if (neumann_uses_t) assembly::assemble_neumann(V, neumann, f);
+      });
       for (std::size_t i = 0; i < n; ++i) b[i] += o.dt * f[i];
     }
     assembly::zero_dirichlet(bc, b);
@@ -145,6 +183,7 @@ void run_heat(const HeatOptions& o) {
     err = run.errors(u, exact->vector_function());
   }
   const auto range = run.layout().range(u);
+  if (series) series->commit();  // the frames and the .pvd together, once every step succeeded
   nlohmann::json j = run.json();
   j["time"] = {{"dt", o.dt}, {"steps", o.steps}, {"final", o.steps * o.dt}};
   j["solution"].update(range_json(range));
@@ -155,7 +194,10 @@ void run_heat(const HeatOptions& o) {
   std::FILE* out = run.out();
   run.print_header();
   fmt::print(out, "time        {} steps of {} to t = {}\n", o.steps, o.dt, o.steps * o.dt);
-  fmt::print(out, "factorize   {:.4f} s once; {} solves {:.4f} s in all ({:.2e} s each)\n", run.t.factorize,
+  const auto factorizations = run.solver()->report().factorizations;
+  fmt::print(out, "factorize   {:.4f} s {}; {} solves {:.4f} s in all ({:.2e} s each)\n", run.t.factorize,
+             factorizations == 1 ? std::string("once")
+                                 : fmt::format("in {} factorizations (k depends on t)", factorizations),
              o.steps, run.t.solve, run.t.solve / o.steps);
   fmt::print(out, "solution    at t = {}: min {:.6g}, max {:.6g}\n", o.steps * o.dt, range.first,
              range.second);
@@ -175,13 +217,16 @@ void add_heat(CLI::App& app) {
   cmd->add_option("--steps", o->steps, "number of time steps")->required()->check(at_least(1));
   cmd->add_option("--initial", o->initial, "u at t = 0 as an expression in x, y, z (default 0)");
   cmd->add_option("--coefficient", o->coefficients,
-                  "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all'); default 1")
+                  "k per cell tag: TAG=VALUE (TAG: physical name, number or 'all': an expression in x, y, z, "
+                  "t); default 1")
       ->allow_extra_args(false);
   cmd->add_option("--source", o->source, "f as an expression in x, y, z and t (default 0)");
-  cmd->add_option("--dirichlet", o->dirichlet,
-                  "u = EXPR on facets, evaluated at t = 0: TAG=EXPR (TAG: name, number or 'all')")
+  cmd->add_option(
+         "--dirichlet", o->dirichlet,
+         "u = EXPR on facets (x, y, z, t): TAG=EXPR (TAG: name, number or 'all': the whole boundary)")
       ->allow_extra_args(false);
-  cmd->add_option("--neumann", o->neumann, "k du/dn = EXPR on facets, evaluated at t = 0: TAG=EXPR")
+  cmd->add_option("--neumann", o->neumann,
+                  "k du/dn = EXPR on boundary facets (x, y, z, t): TAG=EXPR ('all': the whole boundary)")
       ->allow_extra_args(false);
   cmd->add_option(
       "--output", o->common.output,

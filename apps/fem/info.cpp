@@ -18,18 +18,27 @@
 namespace fem::app {
 namespace {
 
+/// The members of a physical group: `count` cells or facets, `shared` of them also in another group.
 struct TagCount {
   int dim, tag;
   std::string name;
-  std::size_t count;
+  std::size_t count, shared;
 };
 
 std::vector<TagCount> tag_counts(const Mesh& m) {
   std::vector<TagCount> out;
   auto add = [&](int dim, std::span<const int> tags) {
-    std::map<int, std::size_t> n;
-    for (int t : tags) ++n[t];
-    for (const auto& [t, c] : n) out.push_back({dim, t, std::string(m.name_of(dim, t)), c});
+    std::map<int, std::size_t> carried;
+    for (int t : tags) ++carried[t];
+    std::map<int, std::pair<std::size_t, std::size_t>> n;  // group -> (members, shared)
+    for (const auto& [t, c] : carried) {
+      const auto groups = m.groups(dim, t);
+      for (int g : groups) {
+        n[g].first += c;
+        if (groups.size() > 1) n[g].second += c;
+      }
+    }
+    for (const auto& [t, c] : n) out.push_back({dim, t, std::string(m.name_of(dim, t)), c.first, c.second});
   };
   add(m.tdim(), m.cell_tags());
   add(m.tdim() - 1, m.facet_tags());
@@ -63,7 +72,8 @@ void run_info(const std::string& spec, const std::string& json_file, double tole
     j["tagged_facets"] = m.num_facets();
     j["tags"] = nlohmann::json::array();
     for (const auto& t : tags)
-      j["tags"].push_back({{"dim", t.dim}, {"tag", t.tag}, {"name", t.name}, {"count", t.count}});
+      j["tags"].push_back(
+          {{"dim", t.dim}, {"tag", t.tag}, {"name", t.name}, {"count", t.count}, {"shared", t.shared}});
     j["bounding_box"] = {{"min", std::vector<double>(lo.begin(), lo.begin() + m.gdim())},
                          {"max", std::vector<double>(hi.begin(), hi.begin() + m.gdim())}};
     j["check"] = {{"ok", report.ok()},
@@ -97,8 +107,9 @@ void run_info(const std::string& spec, const std::string& json_file, double tole
   fmt::print("bounding box  {}\n", box);
   fmt::print("tags          {:>4} {:>6}  {:<20} {:>10}\n", "dim", "tag", "name", "count");
   for (const auto& t : tags)
-    fmt::print("              {:>4} {:>6}  {:<20} {:>10} {}\n", t.dim, t.tag, t.name.empty() ? "-" : t.name,
-               t.count, t.dim == m.tdim() ? "cells" : "facets");
+    fmt::print("              {:>4} {:>6}  {:<20} {:>10} {}{}\n", t.dim, t.tag, t.name.empty() ? "-" : t.name,
+               t.count, t.dim == m.tdim() ? "cells" : "facets",
+               t.shared ? fmt::format(" ({} also in another group)", t.shared) : "");
   fmt::print("memory        {} ({} bytes)\n", human_bytes(m.bytes()), m.bytes());
   fmt::print("check         {}", report.summary());
 }

@@ -38,15 +38,14 @@ void run_nonlinear(const NonlinearOptions& o) {
   if (o.anderson > 0 && o.lag == 1)
     throw Error("--anderson accelerates the steps that reuse a Jacobian: it needs --lag K with K > 1");
   Run run(o.common, "nonlinear", ".vtu", "VTU (a .vtu file: point data u)");
-  const Mesh& mesh = run.mesh();
   std::vector<Expression> keep;
   std::optional<Expression> source, exact;
   std::vector<assembly::Dirichlet> dirichlet;
   run.local([&] {
-    if (!o.source.empty()) source.emplace("--source", o.source, mesh.gdim());
-    if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh.gdim());
+    if (!o.source.empty()) source = expression(run, "--source", o.source);
+    if (!o.exact.empty()) exact = expression(run, "--exact", o.exact);
     dirichlet = dirichlet_conditions(
-        mesh, o.dirichlet.empty() ? std::vector<std::string>{"all=0"} : o.dirichlet, keep);
+        run, o.dirichlet.empty() ? std::vector<std::string>{"all=0"} : o.dirichlet, keep);
   });
   newton::Options nopts;
   run.make_space(1, /*spd=*/false, nopts.linear);  // J = K - λ e^u M is indefinite past the fold

@@ -30,22 +30,22 @@ void run_poisson(const PoissonOptions& o) {
   std::vector<assembly::Neumann> neumann;
   assembly::Coefficient k;
   run.local([&] {
-    if (!o.source.empty()) source.emplace("--source", o.source, mesh.gdim());
-    if (!o.exact.empty()) exact.emplace("--exact", o.exact, mesh.gdim());
-    k = coefficient(mesh, o.coefficients);
-    dirichlet = dirichlet_conditions(mesh, o.dirichlet, keep);
-    neumann = neumann_conditions(mesh, o.neumann, keep);
+    if (!o.source.empty()) source = expression(run, "--source", o.source);
+    if (!o.exact.empty()) exact = expression(run, "--exact", o.exact);
+    k = coefficient(run, o.coefficients, keep);
+    dirichlet = dirichlet_conditions(run, o.dirichlet, keep);
+    neumann = neumann_conditions(run, o.neumann, keep);
   });
   run.make_space(1, /*spd=*/true);
   const assembly::Assembler& a = *run.assembler();
 
   Stopwatch w;
   std::vector<double> values = prefaulted_vector<double>(a.pattern()->nnz()), b(a.space().num_dofs(), 0.0);
-  run.check_tags(neumann);
+  run.check_tags(neumann, {&k});
   run.local([&] {
     a.matrix_into(assembly::Diffusion{k}, values);
     if (source) a.vector_into(assembly::Source{source->function(), source->batch_function()}, b);
-    for (const auto& n : neumann) a.vector_into(n, b);
+    assembly::assemble_neumann(a.space(), neumann, b);
   });
   const auto bc = assembly::dirichlet_values(a.space(), dirichlet, run.layout());
   assembly::apply_dirichlet(bc, *a.pattern(), values, b);

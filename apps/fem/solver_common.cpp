@@ -45,15 +45,6 @@ assembly::FacetSet facets(const Mesh& mesh, const std::string& option, const std
                       : assembly::FacetSet::tagged({facet_tag(mesh, option, tag)});
 }
 
-std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, const std::string& tag) {
-  if (tag != "all") return {facet_tag(mesh, option, tag)};
-  std::vector<int> all = mesh.tags(mesh.tdim() - 1);
-  // A part of a distributed mesh may have no tagged facet (the whole mesh was checked on rank 0).
-  if (all.empty() && !mesh.tag_of(boundary_facets_name, mesh.tdim() - 1))
-    throw Error(fmt::format("{} all: mesh '{}' has no tagged boundary facets", option, mesh.source()));
-  return all;
-}
-
 std::vector<TaggedExpression> tagged_values(const Mesh& mesh, const std::string& option,
                                             const std::vector<std::string>& values, bool on_facets) {
   std::vector<TaggedExpression> out;
@@ -81,56 +72,71 @@ std::vector<TaggedExpression> tagged_values(const Mesh& mesh, const std::string&
   return out;
 }
 
-std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh,
-                                                      const std::vector<std::string>& values,
+Expression expression(const Run& run, const std::string& option, const std::string& text,
+                      const Admissible& admissible) {
+  Expression e(option, text, run.mesh().gdim(), admissible);
+  if (e.uses_time() && !run.time_stepped)
+    throw Error(
+        fmt::format("{} '{}': t is not defined here: fem {} has no time (t is a variable of fem heat)",
+                    option, text, run.command()));
+  return e;
+}
+
+std::vector<assembly::Dirichlet> dirichlet_conditions(const Run& run, const std::vector<std::string>& values,
                                                       std::vector<Expression>& keep) {
+  const Mesh& mesh = run.mesh();
   std::vector<assembly::Dirichlet> out;
   for (const auto& [tag, expr] : tagged_values(mesh, "--dirichlet", values)) {
-    keep.emplace_back("--dirichlet " + tag, expr, mesh.gdim());
+    keep.push_back(expression(run, "--dirichlet " + tag, expr));
     out.push_back({facets(mesh, "--dirichlet", tag), keep.back().function(), -1});
   }
   return out;
 }
 
-std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::vector<std::string>& values,
+std::vector<assembly::Neumann> neumann_conditions(const Run& run, const std::vector<std::string>& values,
                                                   std::vector<Expression>& keep) {
+  const Mesh& mesh = run.mesh();
   std::vector<assembly::Neumann> out;
   for (const auto& [tag, expr] : tagged_values(mesh, "--neumann", values)) {
-    keep.emplace_back("--neumann " + tag, expr, mesh.gdim());
-    out.push_back(assembly::Neumann::scalar(facet_tags_of(mesh, "--neumann", tag), keep.back().function()));
+    keep.push_back(expression(run, "--neumann " + tag, expr));
+    out.push_back(assembly::Neumann::scalar(facets(mesh, "--neumann", tag), keep.back().function()));
   }
   return out;
 }
 
-assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values,
-                                  const std::string& option, double otherwise, const Admissible& admissible) {
+assembly::Coefficient coefficient(const Run& run, const std::vector<std::string>& values,
+                                  std::vector<Expression>& keep, const std::string& option, double otherwise,
+                                  const Admissible& admissible) {
+  const Mesh& mesh = run.mesh();
   std::optional<Expression> everywhere;
   std::map<int, double> per_tag;
   for (const auto& [tag, expr] : tagged_values(mesh, option, values, /*facets=*/false)) {
-    Expression e(option + " " + tag, expr, mesh.gdim(), admissible);
+    Expression e = expression(run, option + " " + tag, expr, admissible);
     if (tag == "all") {
       everywhere = e;
       continue;
     }
     if (!e.is_constant())
       throw Error(
-          fmt::format("{} {}='{}': a value per tag must be a constant (only 'all' may depend on x, y, z)",
-                      option, tag, expr));
+          fmt::format("{} {}='{}': a value per tag must be a constant (only 'all' may depend on x, y, z{})",
+                      option, tag, expr, run.time_stepped ? " and t" : ""));
     per_tag[resolve(mesh, option, tag, mesh.tdim())] = e(nullptr);
   }
   if (per_tag.empty()) {
     if (!everywhere) return assembly::Coefficient(otherwise);
     if (everywhere->is_constant()) return assembly::Coefficient((*everywhere)(nullptr));
+    keep.push_back(*everywhere);
     return assembly::Coefficient::function(everywhere->function());
   }
   if (everywhere && !everywhere->is_constant())
-    throw Error(
-        fmt::format("{} all=EXPR depending on x, y, z cannot be combined with values per tag", option));
+    throw Error(fmt::format("{} all=EXPR depending on x, y, z{} cannot be combined with values per tag",
+                            option, run.time_stepped ? " or t" : ""));
   return assembly::Coefficient::per_tag(std::move(per_tag), everywhere ? (*everywhere)(nullptr) : otherwise);
 }
 
-std::vector<std::optional<Expression>> vector_expression(const std::string& option, const std::string& text,
-                                                         int components, int gdim, bool allow_free) {
+std::vector<std::optional<Expression>> vector_expression(const Run& run, const std::string& option,
+                                                         const std::string& text, int components,
+                                                         bool allow_free) {
   // Split at the commas outside parentheses: muparser's functions take comma-separated arguments.
   std::vector<std::string> parts(1);
   int depth = 0;
@@ -156,7 +162,7 @@ std::vector<std::optional<Expression>> vector_expression(const std::string& opti
     if (allow_free && part == "free")
       out.emplace_back(std::nullopt);
     else
-      out.emplace_back(Expression(fmt::format("{} (component {})", option, k + 1), part, gdim));
+      out.emplace_back(expression(run, fmt::format("{} (component {})", option, k + 1), part));
   }
   return out;
 }
@@ -329,8 +335,11 @@ void Run::make_space(int components, bool spd, const solve::Options& base) {
   t.connectivity = w.seconds();
 }
 
-void Run::check_tags(const std::vector<assembly::Neumann>& fluxes) const {
-  for (const auto& n : fluxes) assembly::check_facet_tags(*mesh_, n.tags, *layout_);
+void Run::check_tags(const std::vector<assembly::Neumann>& fluxes,
+                     std::initializer_list<const assembly::Coefficient*> coefficients) const {
+  for (const auto& n : fluxes)
+    if (!n.where.whole_boundary) assembly::check_facet_tags(*mesh_, n.where.tags, *layout_);
+  for (const auto* c : coefficients) assembly::check_cell_tags(*mesh_, c->tags(), *layout_);
 }
 
 namespace {

@@ -41,30 +41,35 @@ std::vector<TaggedExpression> tagged_values(const Mesh& mesh, const std::string&
                                             const std::vector<std::string>& values, bool facets = true);
 /// The facet tag (or cell tag) an option names: Mesh::resolve_tag, its message led by the option.
 int facet_tag(const Mesh& mesh, const std::string& option, const std::string& tag);
-/// The facet tags a flux option names: the tag's, or for `all` every facet tag of the mesh (an
-/// error naming the option when it has none, rather than a silent no-op).
-std::vector<int> facet_tags_of(const Mesh& mesh, const std::string& option, const std::string& tag);
-/// The facets a Dirichlet option names: the tag's, or the whole boundary for `all`.
+/// The facets an option names: the tag's, or the whole boundary for `all`.
 assembly::FacetSet facets(const Mesh& mesh, const std::string& option, const std::string& tag);
 
+class Run;
+/// An expression of the run's option: in x, y, z, and t when the run has time (Run::time_stepped;
+/// t elsewhere is an error naming the option, rather than a silent t = 0).
+Expression expression(const Run& run, const std::string& option, const std::string& text,
+                      const Admissible& admissible = {});
 /// Dirichlet conditions from `--dirichlet TAG=EXPR` values (the expressions kept in `keep`).
-std::vector<assembly::Dirichlet> dirichlet_conditions(const Mesh& mesh,
-                                                      const std::vector<std::string>& values,
+std::vector<assembly::Dirichlet> dirichlet_conditions(const Run& run, const std::vector<std::string>& values,
                                                       std::vector<Expression>& keep);
-/// Neumann fluxes from `--neumann TAG=EXPR` values.
-std::vector<assembly::Neumann> neumann_conditions(const Mesh& mesh, const std::vector<std::string>& values,
+/// Neumann fluxes from `--neumann TAG=EXPR` values (`all`: the whole boundary).
+std::vector<assembly::Neumann> neumann_conditions(const Run& run, const std::vector<std::string>& values,
                                                   std::vector<Expression>& keep);
 /// The coefficient from `--coefficient TAG=VALUE` values (default `otherwise`; `all` sets the
-/// default and may depend on x, y, z); `option` names the option in messages. Every value,
-/// constant or evaluated at a point, must be `admissible` (by default: positive).
-assembly::Coefficient coefficient(const Mesh& mesh, const std::vector<std::string>& values,
-                                  const std::string& option = "--coefficient", double otherwise = 1.0,
+/// value of the cells no tag gives one, whatever the order, and may depend on x, y, z, and t
+/// when the run has time: that expression is kept in `keep`); `option` names the option in
+/// messages. Every value, constant or evaluated at a point, must be `admissible` (by default:
+/// positive).
+assembly::Coefficient coefficient(const Run& run, const std::vector<std::string>& values,
+                                  std::vector<Expression>& keep, const std::string& option = "--coefficient",
+                                  double otherwise = 1.0,
                                   const Admissible& admissible = Admissible::positive("the coefficient"));
 /// The components of a vector expression `EXPR,EXPR[,EXPR]` (split at commas outside
 /// parentheses), exactly `components` of them; with `allow_free`, a component may be the word
 /// `free` (std::nullopt).
-std::vector<std::optional<Expression>> vector_expression(const std::string& option, const std::string& text,
-                                                         int components, int gdim, bool allow_free = false);
+std::vector<std::optional<Expression>> vector_expression(const Run& run, const std::string& option,
+                                                         const std::string& text, int components,
+                                                         bool allow_free = false);
 /// A function from the components of a vector expression (none of them free).
 assembly::VectorFunction vector_function(const std::vector<std::optional<Expression>>& components);
 
@@ -141,9 +146,11 @@ class Run {
   auto local(F&& f) const {
     return dist::processes().collective(std::forward<F>(f));
   }
-  /// The facet tags of fluxes checked against the whole mesh (collective: before the local
-  /// assembly that uses them, whose failure may be one process's alone).
-  void check_tags(const std::vector<assembly::Neumann>& fluxes) const;
+  /// The facet tags of fluxes and the cell tags of coefficients checked against the whole mesh
+  /// (collective: before the local assembly that uses them, whose failure may be one process's
+  /// alone).
+  void check_tags(const std::vector<assembly::Neumann>& fluxes,
+                  std::initializer_list<const assembly::Coefficient*> coefficients = {}) const;
   /// Publishes the constrained system under `key` (assembly::system_matrix: its null space;
   /// timed with the assembly), then factorizes it (timed).
   void publish_and_factorize(const std::string& key, std::vector<double> values,
@@ -173,8 +180,9 @@ class Run {
   Timings t;
   std::int64_t constrained_dofs = 0;            ///< of the whole problem, counted by publish_and_factorize
   std::shared_ptr<const NullSpace> null_space;  ///< of the published system
-  /// The system is M + dt·K (fem heat): a numerical failure of its factorization or solves while
-  /// the mass term is lost to rounding against dt·K is reported as the time step's, in words.
+  /// The run steps in time (fem heat), set before its options are read: t is a variable of its
+  /// expressions (elsewhere t is an error), and its system is M + dt·K, so a numerical failure
+  /// while the mass term is lost to rounding against dt·K is reported as the time step's.
   bool time_stepped = false;
 
  private:

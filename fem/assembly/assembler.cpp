@@ -139,11 +139,11 @@ void Assembler::matrix_into(const Diffusion& form, std::span<double> values) con
   if (device_)
     return assemble_on_device(*device_, form, quadrature_degree(2 * (space_.degree() - 1)), pattern()->nnz(),
                               values);
-  form.k.check(space_.mesh().cell_tags(), "diffusion coefficient");
-  const int degree = quadrature_degree(2 * (space_.degree() - 1) + (form.k.varies_in_cell() ? 2 : 0));
-  with_coefficient(form.k, [&](auto k) {
+  const Coefficient coefficient = form.k.resolved(space_.mesh(), "diffusion coefficient");
+  const int degree = quadrature_degree(2 * (space_.degree() - 1) + (coefficient.varies_in_cell() ? 2 : 0));
+  with_coefficient(coefficient, [&](auto k) {
     assemble_matrix<Blocks::scalar>(space_, *plan_, kernels::Diffusion<decltype(k)>{k}, degree, values, {},
-                                    form.k.varies_in_cell());
+                                    coefficient.varies_in_cell());
   });
 }
 
@@ -166,11 +166,11 @@ void Assembler::matrix_into(const Mass& form, std::span<double> values) const {
   if (device_)
     return assemble_on_device(*device_, form, quadrature_degree(2 * space_.degree()), pattern()->nnz(),
                               values);
-  form.rho.check(space_.mesh().cell_tags(), "mass density");
-  const int degree = quadrature_degree(2 * space_.degree() + (form.rho.varies_in_cell() ? 2 : 0));
-  with_coefficient(form.rho, [&](auto rho) {
+  const Coefficient density = form.rho.resolved(space_.mesh(), "mass density");
+  const int degree = quadrature_degree(2 * space_.degree() + (density.varies_in_cell() ? 2 : 0));
+  with_coefficient(density, [&](auto rho) {
     assemble_matrix(space_, *plan_, kernels::Mass<decltype(rho)>{rho}, degree, values, {},
-                    form.rho.varies_in_cell());
+                    density.varies_in_cell());
   });
 }
 
@@ -181,22 +181,21 @@ void Assembler::matrix_into(const Elasticity& form, std::span<double> values) co
   if (device_)
     return assemble_on_device(*device_, form, quadrature_degree(2 * (space_.degree() - 1)), pattern()->nnz(),
                               values);
-  form.young.check(space_.mesh().cell_tags(), "Young's modulus");
-  form.poisson.check(space_.mesh().cell_tags(), "Poisson's ratio");
-  const bool varies = form.young.varies_in_cell() || form.poisson.varies_in_cell();
+  const Coefficient young = form.young.resolved(space_.mesh(), "Young's modulus");
+  const Coefficient poisson = form.poisson.resolved(space_.mesh(), "Poisson's ratio");
+  const bool varies = young.varies_in_cell() || poisson.varies_in_cell();
   const int degree = quadrature_degree(2 * (space_.degree() - 1) + (varies ? 2 : 0));
   const bool plane_stress = form.plane == Elasticity::Plane::stress;  // the kernel ignores it in 3D
-  if (form.young.kind() == Coefficient::Kind::constant && form.poisson.kind() == Coefficient::Kind::constant)
-    assemble_matrix<Blocks::vector>(
-        space_, *plan_,
-        kernels::Elasticity<Constant, Constant>{
-            {form.young(0, 0, nullptr)}, {form.poisson(0, 0, nullptr)}, plane_stress},
-        degree, values, {}, false);
+  if (young.kind() == Coefficient::Kind::constant && poisson.kind() == Coefficient::Kind::constant)
+    assemble_matrix<Blocks::vector>(space_, *plan_,
+                                    kernels::Elasticity<Constant, Constant>{
+                                        {young(0, 0, nullptr)}, {poisson(0, 0, nullptr)}, plane_stress},
+                                    degree, values, {}, false);
   else
     assemble_matrix<Blocks::vector>(
         space_, *plan_,
-        kernels::Elasticity<CoefficientRef, CoefficientRef>{{&form.young}, {&form.poisson}, plane_stress},
-        degree, values, {}, varies);
+        kernels::Elasticity<CoefficientRef, CoefficientRef>{{&young}, {&poisson}, plane_stress}, degree,
+        values, {}, varies);
 }
 
 void Assembler::vector_into(const Source& form, std::span<double> b) const {

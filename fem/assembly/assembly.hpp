@@ -8,6 +8,7 @@
 #include "fem/assembly/boundary.hpp"
 #include "fem/assembly/forms.hpp"
 #include "fem/assembly/functionals.hpp"
+#include "fem/assembly/locking.hpp"
 #include "fem/assembly/plan.hpp"
 #include "fem/assembly/quadrature.hpp"
 #include "fem/assembly/space.hpp"

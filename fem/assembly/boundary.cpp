@@ -4,7 +4,9 @@
 #include "fem/assembly/boundary.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "fem/assembly/quadrature.hpp"
@@ -17,18 +19,31 @@
 
 namespace fem::assembly {
 
-void check_facet_tags(const Mesh& mesh, std::span<const int> tags, const Layout& layout) {
-  const int dim = mesh.tdim() - 1;
-  if (!layout.distributed() && mesh.tag_of(boundary_facets_name, dim))
+namespace {
+
+void check_tags(const Mesh& mesh, int dim, std::span<const int> tags, const Layout& layout,
+                const char* what) {
+  if (!layout.distributed() && mesh.tag_of(boundary_facets_name, mesh.tdim() - 1))
     return;  // a part of a distributed mesh, without its layout: the caller checked the whole
   const std::vector<int> present = layout.processes().merge(mesh.tags(dim));
   for (int tag : tags) {
     if (std::binary_search(present.begin(), present.end(), tag)) continue;
     const auto name = mesh.name_of(dim, tag);
-    throw InvalidArgument(fmt::format("mesh '{}' has no boundary facet with tag {}{}; its facet tags are: {}",
-                                      mesh.source(), tag, name.empty() ? "" : fmt::format(" '{}'", name),
+    throw InvalidArgument(fmt::format("mesh '{}' has no {} with tag {}{}; its {} tags are: {}", mesh.source(),
+                                      what, tag, name.empty() ? "" : fmt::format(" '{}'", name),
+                                      dim == mesh.tdim() ? "cell" : "facet",
                                       mesh.describe_tags(present, dim)));
   }
+}
+
+}  // namespace
+
+void check_facet_tags(const Mesh& mesh, std::span<const int> tags, const Layout& layout) {
+  check_tags(mesh, mesh.tdim() - 1, tags, layout, "boundary facet");
+}
+
+void check_cell_tags(const Mesh& mesh, std::span<const int> tags, const Layout& layout) {
+  check_tags(mesh, mesh.tdim(), tags, layout, "cell");
 }
 
 namespace {
@@ -101,8 +116,13 @@ SelectedFacets select(const Mesh& mesh, const FacetSet& set, bool with_nodes) {
     return s;
   }
   check_facet_tags(mesh, set.tags);
+  const int fdim = mesh.tdim() - 1;
+  const auto in_set = [&](int facet_tag) {
+    return std::any_of(set.tags.begin(), set.tags.end(),
+                       [&](int t) { return mesh.in_group(fdim, facet_tag, t); });
+  };
   for (index_t f = 0; f < mesh.num_facets(); ++f)
-    if (std::find(set.tags.begin(), set.tags.end(), mesh.facet_tags()[f]) != set.tags.end()) {
+    if (in_set(mesh.facet_tags()[f])) {
       const auto nodes = mesh.facet(f);
       s.vertices.insert(s.vertices.end(), nodes.begin(), nodes.begin() + nvf);
       if (with_nodes) s.nodes.insert(s.nodes.end(), nodes.begin(), nodes.end());
@@ -163,34 +183,35 @@ std::vector<index_t> facet_nodes(const FunctionSpace& V, std::span<const index_t
   return out;
 }
 
-DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichlet> conditions) {
+std::string FacetSet::describe(const Mesh& mesh) const {
+  if (whole_boundary) return "all (the whole boundary)";
+  const int dim = mesh.tdim() - 1;
+  if (tags.size() == 1) {
+    const auto name = mesh.name_of(dim, tags[0]);
+    return name.empty() ? fmt::format("tag {}", tags[0]) : fmt::format("'{}' (tag {})", name, tags[0]);
+  }
+  return "tags " + mesh.describe_tags(tags, dim);
+}
+
+DirichletValues condition_values(const FunctionSpace& V, const Dirichlet& bc) {
   const int bs = V.components(), gdim = V.mesh().gdim();
   const DofMap& d = V.dofmap();
-  std::vector<std::pair<index_t, double>> constrained;
-  for (const Dirichlet& bc : conditions) {
-    FEM_EXPECTS(bc.component >= -1 && bc.component < bs,
-                "Dirichlet component {} of a space with {} components", bc.component, bs);
-    int nvf = 0, npf = 0;
-    const auto vertices = select_facets(V.mesh(), bc.where, nvf);
-    const auto nodes = facet_nodes(V, vertices, nvf, npf);
-    std::vector<index_t> unique(nodes);
-    std::sort(unique.begin(), unique.end());
-    unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
-    for (index_t node : unique) {
-      const double value = bc.value ? bc.value(&d.coordinates[static_cast<std::size_t>(node) * gdim]) : 0.0;
-      for (int c = 0; c < bs; ++c)
-        if (bc.component < 0 || bc.component == c) constrained.emplace_back(node * bs + c, value);
-    }
-  }
-  // Later conditions win: keep the last entry of each DOF.
-  std::stable_sort(constrained.begin(), constrained.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  FEM_EXPECTS(bc.component >= -1 && bc.component < bs, "Dirichlet component {} of a space with {} components",
+              bc.component, bs);
+  int nvf = 0, npf = 0;
+  const auto vertices = select_facets(V.mesh(), bc.where, nvf);
+  std::vector<index_t> unique = facet_nodes(V, vertices, nvf, npf);
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
   DirichletValues out;
-  for (std::size_t i = 0; i < constrained.size(); ++i)
-    if (i + 1 == constrained.size() || constrained[i + 1].first != constrained[i].first) {
-      out.dofs.push_back(constrained[i].first);
-      out.values.push_back(constrained[i].second);
-    }
+  for (index_t node : unique) {
+    const double value = bc.value ? bc.value(&d.coordinates[static_cast<std::size_t>(node) * gdim]) : 0.0;
+    for (int c = 0; c < bs; ++c)
+      if (bc.component < 0 || bc.component == c) {
+        out.dofs.push_back(node * bs + c);
+        out.values.push_back(value);
+      }
+  }
   return out;
 }
 
@@ -259,13 +280,116 @@ void zero_dirichlet(const DirichletValues& bc, std::span<double> r) {
   for (index_t dof : bc.dofs) r[dof] = 0.0;
 }
 
-void assemble_neumann(const FunctionSpace& V, const Neumann& n, std::span<double> b) {
-  FEM_EXPECTS(n.g != nullptr, "a Neumann condition needs a flux function");
+namespace {
+
+/// A facet by its sorted vertices (up to four), to find it in another selection.
+using FacetKey = std::array<index_t, 4>;
+FacetKey facet_key(const index_t* v, int nvf) {
+  FacetKey k{-1, -1, -1, -1};
+  std::copy(v, v + nvf, k.begin());
+  std::sort(k.begin(), k.begin() + nvf);
+  return k;
+}
+
+std::string point_text(std::span<const double> x) {
+  std::string s = "(";
+  for (std::size_t d = 0; d < x.size(); ++d) s += fmt::format("{}{:g}", d ? ", " : "", x[d]);
+  return s + ")";
+}
+
+/// Integrate n.g over the facets of `facets` whose `use` is set (all when `use` is empty).
+void integrate_flux(const FunctionSpace& V, const Neumann& n, const SelectedFacets& facets,
+                    const std::vector<char>& use, std::span<double> b);
+
+}  // namespace
+
+void assemble_neumann(const FunctionSpace& V, std::span<const Neumann> conditions, std::span<double> b) {
   FEM_EXPECTS(b.size() == static_cast<std::size_t>(V.num_dofs()), "Neumann: vector of {}, space of {} DOFs",
               b.size(), V.num_dofs());
+  for (const Neumann& n : conditions)
+    FEM_EXPECTS(n.g != nullptr, "a Neumann condition needs a flux function");
+  const Mesh& mesh = V.mesh();
+  const std::size_t count = conditions.size();
+  std::vector<SelectedFacets> selected(count);
+  for (std::size_t i = 0; i < count; ++i) selected[i] = select_facet_geometry(mesh, conditions[i].where);
+  const int nvf = mesh.facet_info().num_vertices;
+
+  // A flux is a boundary condition: a tagged facet inside the domain takes none.
+  if (std::any_of(conditions.begin(), conditions.end(),
+                  [](const Neumann& n) { return !n.where.whole_boundary; })) {
+    int bnvf = 0;
+    const auto boundary = select_facets(mesh, FacetSet::all(), bnvf);
+    std::vector<FacetKey> keys;
+    for (std::size_t f = 0; f < boundary.size() / static_cast<std::size_t>(bnvf); ++f)
+      keys.push_back(facet_key(&boundary[f * bnvf], bnvf));
+    std::sort(keys.begin(), keys.end());
+    for (std::size_t i = 0; i < count; ++i) {
+      if (conditions[i].where.whole_boundary) continue;
+      for (std::size_t f = 0; f < selected[i].size(); ++f) {
+        const index_t* v = &selected[i].vertices[f * nvf];
+        if (std::binary_search(keys.begin(), keys.end(), facet_key(v, nvf))) continue;
+        throw InvalidArgument(fmt::format(
+            "mesh '{}': the Neumann condition on {} has an interior facet (the one at {}): a flux is a "
+            "boundary condition, and an interface inside the domain takes none",
+            mesh.source(), conditions[i].where.describe(mesh), point_text(mesh.node(v[0]))));
+      }
+    }
+  }
+  if (count == 1) return integrate_flux(V, conditions[0], selected[0], {}, b);
+
+  // Each facet takes its flux from the conditions on its tags if any, else from those on `all`;
+  // two of them must agree on it (at its vertices, to 1e-10 of the largest flux given).
+  const int bs = V.components();
+  const auto value_at = [&](std::size_t i, index_t node, double* g) {
+    conditions[i].g(mesh.node(node).data(), g);
+  };
+  double scale = 0;
+  std::vector<double> g(static_cast<std::size_t>(bs)), h(static_cast<std::size_t>(bs));
+  for (std::size_t i = 0; i < count; ++i)
+    for (index_t node : selected[i].vertices) {
+      value_at(i, node, g.data());
+      for (double x : g) scale = std::max(scale, std::abs(x));
+    }
+  std::map<FacetKey, std::pair<int, std::size_t>> owner;  // facet -> (level, condition)
+  for (std::size_t i = 0; i < count; ++i) {
+    const int level = conditions[i].where.whole_boundary ? 0 : 1;
+    for (std::size_t f = 0; f < selected[i].size(); ++f) {
+      const index_t* v = &selected[i].vertices[f * nvf];
+      const auto [it, fresh] = owner.try_emplace(facet_key(v, nvf), level, i);
+      if (fresh || level < it->second.first) continue;
+      if (level > it->second.first) {
+        it->second = {level, i};
+        continue;
+      }
+      const std::size_t j = it->second.second;
+      for (int k = 0; k < nvf; ++k) {
+        value_at(i, v[k], g.data());
+        value_at(j, v[k], h.data());
+        for (int c = 0; c < bs; ++c)
+          if (std::abs(g[c] - h[c]) > 1e-10 * scale)
+            throw InvalidArgument(fmt::format(
+                "mesh '{}': the Neumann conditions on {} and on {} give the facet at {} two fluxes ({:g} and "
+                "{:g}{}); a facet in several groups takes one flux (a condition on a tag wins over one on "
+                "'all', and two tags must agree where they meet)",
+                mesh.source(), conditions[j].where.describe(mesh), conditions[i].where.describe(mesh),
+                point_text(mesh.node(v[k])), h[c], g[c], bs > 1 ? fmt::format(", component {}", c + 1) : ""));
+      }
+    }
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    std::vector<char> use(selected[i].size(), 0);
+    for (std::size_t f = 0; f < selected[i].size(); ++f)
+      use[f] = owner.at(facet_key(&selected[i].vertices[f * nvf], nvf)).second == i;
+    integrate_flux(V, conditions[i], selected[i], use, b);
+  }
+}
+
+namespace {
+
+void integrate_flux(const FunctionSpace& V, const Neumann& n, const SelectedFacets& facets,
+                    const std::vector<char>& use, std::span<double> b) {
   const Mesh& mesh = V.mesh();
   const int gdim = mesh.gdim(), bs = V.components(), fdim = mesh.tdim() - 1;
-  const SelectedFacets facets = select_facet_geometry(mesh, FacetSet::tagged(n.tags));
   const int nvf = facets.vertices_per_facet;
   int npf = 0;
   const auto nodes = facet_nodes(V, facets.vertices, nvf, npf);
@@ -273,6 +397,7 @@ void assemble_neumann(const FunctionSpace& V, const Neumann& n, std::span<double
   std::vector<double> gx(bs), x(3);
   if (fdim == 0) {  // point facets: the value at the vertex
     for (std::size_t f = 0; f < nf; ++f) {
+      if (!use.empty() && !use[f]) continue;
       n.g(mesh.node(facets.vertices[f]).data(), gx.data());
       for (int c = 0; c < bs; ++c) b[static_cast<std::size_t>(nodes[f]) * bs + c] += gx[c];
     }
@@ -297,6 +422,7 @@ void assemble_neumann(const FunctionSpace& V, const Neumann& n, std::span<double
     lagrange_eval(facet_element, xi, &phi[static_cast<std::size_t>(k) * npf], scratch.data());
   }
   for (std::size_t f = 0; f < nf; ++f) {
+    if (!use.empty() && !use[f]) continue;
     const index_t* g_nodes = &facets.nodes[f * ng];
     for (int k = 0; k < nq; ++k) {
       const double* ps = &psi[static_cast<std::size_t>(k) * ng];
@@ -327,5 +453,7 @@ void assemble_neumann(const FunctionSpace& V, const Neumann& n, std::span<double
     }
   }
 }
+
+}  // namespace
 
 }  // namespace fem::assembly

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 #include <vector>
 
 #include "fem/assembly/forms.hpp"
@@ -11,18 +12,12 @@
 
 namespace fem::assembly {
 
-/// Boundary facets picked by physical tag, or the whole boundary (tagged or not).
-struct FacetSet {
-  std::vector<int> tags;
-  bool whole_boundary = false;
-  static FacetSet all() { return {{}, true}; }
-  static FacetSet tagged(std::vector<int> tags) { return {std::move(tags), false}; }
-};
-
 /// A tag that no boundary facet of the whole mesh carries is an InvalidArgument naming it and
 /// the facet tags present (with their names), on every process of `layout`. A part of a
 /// distributed mesh checked without its layout is not checked (the whole mesh is).
 void check_facet_tags(const Mesh& mesh, std::span<const int> tags, const Layout& layout = Layout::serial());
+/// The same for cell tags (the per-tag values of a coefficient: Coefficient::tags()).
+void check_cell_tags(const Mesh& mesh, std::span<const int> tags, const Layout& layout = Layout::serial());
 
 /// The vertices of the selected facets (size() / vertices_per_facet facets). A tag that no
 /// facet of the mesh carries is an error naming it and the facet tags present.
@@ -62,12 +57,18 @@ struct Dirichlet {
 struct DirichletValues {
   std::vector<index_t> dofs;
   std::vector<double> values;
+  /// The space they were made on (dirichlet_values records it): what the problem layer checks
+  /// them against (system.hpp's require_space). Unknown for values made by hand.
+  SpaceId space;
   /// The same DOFs with zero values (for Newton increments).
-  DirichletValues homogeneous() const { return {dofs, std::vector<double>(dofs.size(), 0.0)}; }
+  DirichletValues homogeneous() const { return {dofs, std::vector<double>(dofs.size(), 0.0), space}; }
 };
 
-/// Evaluate the conditions at the DOFs' coordinates; where conditions overlap the later wins.
+/// The Dirichlet values of `conditions` on one process: system.hpp's dirichlet_values with
+/// Layout::serial(), where the rule for overlapping conditions is stated.
 DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichlet> conditions);
+/// One condition alone: its DOFs (sorted, unique) and their values.
+DirichletValues condition_values(const FunctionSpace& V, const Dirichlet& condition);
 
 /// Impose the values on A x = b symmetrically: b_i -= Σ_j A_ij g_j for free rows, constrained
 /// rows and columns are zeroed but for their diagonal, and b_k = A_kk g_k. The pattern is kept
@@ -79,9 +80,17 @@ void set_dirichlet(const DirichletValues& bc, std::span<double> x);
 /// r_k = 0 at the constrained DOFs (residuals of Newton with the values already in u).
 void zero_dirichlet(const DirichletValues& bc, std::span<double> r);
 
-/// Add ∫_Γ g·v over the facets of `n.tags` to b. Each facet is integrated with its own geometry
-/// map (select_facet_geometry(): curved line3/tri6/quad9 facets of second-order meshes), with a
-/// rule two degrees higher on curved facets.
-void assemble_neumann(const FunctionSpace& V, const Neumann& n, std::span<double> b);
+/// Add ∫_Γ g·v over the facets of the conditions to b, each facet once, with the value the rule
+/// gives it (the one rule of every kind of data, docs/semantics.md): a condition on a tag wins
+/// over one on `all`, whatever their order; two conditions on tags that share a facet must give
+/// it the same flux (an InvalidArgument naming both otherwise), and it is integrated once. A
+/// flux on an interior facet is an InvalidArgument naming its tag: a Neumann condition is a
+/// boundary condition. Each facet is integrated with its own geometry map
+/// (select_facet_geometry(): curved line3/tri6/quad9 facets of second-order meshes), with a rule
+/// two degrees higher on curved facets.
+void assemble_neumann(const FunctionSpace& V, std::span<const Neumann> conditions, std::span<double> b);
+inline void assemble_neumann(const FunctionSpace& V, const Neumann& n, std::span<double> b) {
+  assemble_neumann(V, std::span<const Neumann>(&n, 1), b);
+}
 
 }  // namespace fem::assembly

@@ -173,13 +173,13 @@ int fem_assemble_neumann(const fem_space* space, const int32_t* tags, int32_t nt
   return guarded([&] {
     const char* name = "fem_assemble_neumann";
     const std::string key = output_key(vector_key, "vector_key");
-    const assembly::FacetSet facets = fem::capi::facets_of(tags, ntags, /*allow_all=*/false, name);
+    const assembly::FacetSet facets = fem::capi::facets_of(tags, ntags, /*allow_all=*/true, name);
     const assembly::Assembler assembler(fem::capi::space_of(space));
     FEM_EXPECTS(assembler.space().components() == 1, "{}: a scalar flux on the vector space {}", name,
                 assembler.space().name());
     const auto c = fem::capi::callback(g, 0.0, "fem_assemble_neumann: g");
     std::vector<double> b = start_vector(key, accumulate, assembler.space().num_dofs(), name);
-    assembler.vector_into(assembly::Neumann::scalar(facets.tags, Callback::point(c)), b);
+    assembler.vector_into(assembly::Neumann::scalar(facets, Callback::point(c)), b);
     return publish_vector(key, std::move(b), version, name);
   });
 }
@@ -200,6 +200,8 @@ int fem_apply_dirichlet(const fem_space* space, const int32_t* tags, int32_t nta
     FEM_EXPECTS(b->ndim() == 1 && b->size() == static_cast<std::size_t>(n),
                 "{}: the vector under '{}' has shape {}, the space {} has {} DOFs", name, vkey,
                 fem::shape_string(b->shape()), V.name(), n);
+    // A count of DOFs is no identity: the matrix must be one of this space.
+    assembly::require_pattern_of(A->pattern(), V, fmt::format("{}: the matrix under '{}'", name, mkey));
     const assembly::DirichletValues bc = fem::capi::dirichlet_of(V, tags, ntags, value, component, name);
     std::vector<double> values(A->values().begin(), A->values().end());
     std::vector<double> rhs = b->vector();

@@ -75,8 +75,9 @@ int fem_assemble_elasticity(const fem_space* space, const fem_coefficient* E, co
  * and an entry under vector_key, added to it (sizes checked). */
 int fem_assemble_source(const fem_space* space, const fem_function* f, const char* vector_key,
                         int32_t accumulate, uint64_t* version);
-/* ∫_Γ g v over the boundary facets with the given tags (ntags > 0) on a scalar space; accumulate
- * as for fem_assemble_source. */
+/* ∫_Γ g v over the boundary facets with the given tags (ntags = 0: the whole boundary, tagged or
+ * not), each facet once, on a scalar space; a tagged interior facet is an error (a flux is a
+ * boundary condition). accumulate as for fem_assemble_source. */
 int fem_assemble_neumann(const fem_space* space, const int32_t* tags, int32_t ntags, const fem_function* g,
                          const char* vector_key, int32_t accumulate, uint64_t* version);
 /* u = value(x) on the facets with the given tags (ntags = 0: the whole boundary) on component

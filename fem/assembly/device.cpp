@@ -131,13 +131,13 @@ DevicePlan upload_plan(const AssemblyPlan& plan, const DeviceMesh& mesh, const g
 }
 
 // A form's coefficient as a tag table over the tags present in the mesh.
-TagCoefficient tag_coefficient(const Coefficient& c, const DeviceMesh& mesh, std::span<const int> cell_tags,
+TagCoefficient tag_coefficient(const Coefficient& given, const DeviceMesh& mesh, const Mesh& host_mesh,
                                const char* what) {
-  FEM_EXPECTS(c.kind() == Coefficient::Kind::constant || c.kind() == Coefficient::Kind::per_tag,
+  FEM_EXPECTS(given.kind() == Coefficient::Kind::constant || given.kind() == Coefficient::Kind::per_tag,
               "device assembly takes constant or per-tag coefficients; the {} is per cell or a function "
               "(assemble on the host executor)",
               what);
-  c.check(cell_tags, what);
+  const Coefficient c = given.resolved(host_mesh, what);
   TagCoefficient t;
   if (c.kind() == Coefficient::Kind::constant) {
     t.otherwise = c(0, 0, nullptr);
@@ -350,17 +350,14 @@ void DeviceEngine::matrix_into_device(const Diffusion& form, int degree,
   upload_once();
   run({DeviceForm::diffusion,
        degree,
-       tag_coefficient(form.k, *mesh_, space_.mesh().cell_tags(), "diffusion coefficient"),
+       tag_coefficient(form.k, *mesh_, space_.mesh(), "diffusion coefficient"),
        {}},
       values);
 }
 
 void DeviceEngine::matrix_into_device(const Mass& form, int degree, gpu::DeviceBuffer<double>& values) const {
   upload_once();
-  run({DeviceForm::mass,
-       degree,
-       tag_coefficient(form.rho, *mesh_, space_.mesh().cell_tags(), "mass density"),
-       {}},
+  run({DeviceForm::mass, degree, tag_coefficient(form.rho, *mesh_, space_.mesh(), "mass density"), {}},
       values);
 }
 
@@ -370,9 +367,9 @@ void DeviceEngine::matrix_into_device(const Elasticity& form, int degree,
               "elasticity needs one component per dimension: space {} on a {}D mesh", space_.name(),
               space_.mesh().tdim());
   upload_once();
-  const auto tags = space_.mesh().cell_tags();
-  run({DeviceForm::elasticity, degree, tag_coefficient(form.young, *mesh_, tags, "Young's modulus"),
-       tag_coefficient(form.poisson, *mesh_, tags, "Poisson's ratio"),
+  const Mesh& mesh = space_.mesh();
+  run({DeviceForm::elasticity, degree, tag_coefficient(form.young, *mesh_, mesh, "Young's modulus"),
+       tag_coefficient(form.poisson, *mesh_, mesh, "Poisson's ratio"),
        form.plane == Elasticity::Plane::stress},
       values);
 }

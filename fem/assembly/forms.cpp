@@ -1,9 +1,11 @@
 // Coefficients and the factories of the nonlinear forms.
 #include "fem/assembly/forms.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "fem/error.hpp"
+#include "fem/mesh.hpp"
 
 #if defined(FEM_HAVE_LIBMVEC) && defined(__AVX2__)
 #include <immintrin.h>
@@ -46,28 +48,74 @@ Coefficient Coefficient::function(Function f) {
   return c;
 }
 
-void Coefficient::check(std::span<const int> cell_tags, const char* what) const {
-  if (kind_ == Kind::per_cell)
-    FEM_EXPECTS(cells_->size() == cell_tags.size(), "{}: {} per-cell values for {} cells", what,
-                cells_->size(), cell_tags.size());
-  if (kind_ == Kind::per_tag && !has_fallback_) {
-    for (std::size_t c = 0; c < cell_tags.size(); ++c) {
-      bool found = false;
-      for (const auto& [t, v] : *tags_) found = found || t == cell_tags[c];
-      if (!found) {
-        std::string given;
-        for (const auto& [t, v] : *tags_) given += (given.empty() ? "" : ", ") + std::to_string(t);
-        throw InvalidArgument(
-            fmt::format("{}: cell {} has tag {}, which has no value (values given for tags {})", what, c,
-                        cell_tags[c], given.empty() ? "none" : given));
-      }
-    }
-  }
+std::vector<int> Coefficient::tags() const {
+  std::vector<int> out;
+  if (kind_ == Kind::per_tag)
+    for (const auto& [t, v] : *tags_) out.push_back(t);
+  return out;
 }
 
-Neumann Neumann::scalar(std::vector<int> tags, Function g) {
+Coefficient Coefficient::resolved(const Mesh& mesh, const char* what) const {
+  const auto cells = static_cast<std::size_t>(mesh.num_cells());
+  if (kind_ == Kind::per_cell)
+    FEM_EXPECTS(cells_->size() == cells, "{}: {} per-cell values for {} cells", what, cells_->size(), cells);
+  if (kind_ != Kind::per_tag) return *this;
+  const int dim = mesh.tdim();
+  const auto value_of = [&](int tag) -> const double* {
+    for (const auto& [t, v] : *tags_)
+      if (t == tag) return &v;
+    return nullptr;
+  };
+  const auto name = [&](int tag) {
+    const auto n = mesh.name_of(dim, tag);
+    return n.empty() ? fmt::format("{}", tag) : fmt::format("{} '{}'", tag, n);
+  };
+  // Every value for a group some cell is in (a part of a distributed mesh: checked on the whole).
+  if (!mesh.tag_of(boundary_facets_name, dim - 1)) {
+    const std::vector<int> present = mesh.tags(dim);
+    for (const auto& [t, v] : *tags_)
+      if (!std::binary_search(present.begin(), present.end(), t))
+        throw InvalidArgument(fmt::format("{}: mesh '{}' has no cell in group {} (its cell tags: {})", what,
+                                          mesh.source(), name(t), mesh.describe_tags(present, dim)));
+  }
+  // A set of groups takes the value its members give.
+  Coefficient out = *this;
+  auto values = std::make_shared<std::vector<std::pair<int, double>>>(*tags_);
+  for (const TagSet& s : mesh.tag_sets()) {
+    if (s.dim != dim) continue;
+    const double* value = nullptr;
+    int from = 0;
+    for (int g : s.members) {
+      const double* v = value_of(g);
+      if (!v) continue;
+      if (value && *value != *v)
+        throw InvalidArgument(fmt::format(
+            "{}: cells in the groups {} and {} of mesh '{}' are given two values, {:g} and {:g} (a cell in "
+            "several groups takes one value: give them the same, or give it to one of them)",
+            what, name(from), name(g), mesh.source(), *value, *v));
+      value = v, from = g;
+    }
+    if (value) values->emplace_back(s.tag, *value);
+  }
+  out.tags_ = std::move(values);
+  if (!has_fallback_) {
+    const auto tags = mesh.cell_tags();
+    for (std::size_t c = 0; c < tags.size(); ++c) {
+      if (out.value_of_tag(tags[c])) continue;
+      std::string given;
+      for (const auto& [t, v] : *tags_) given += (given.empty() ? "" : ", ") + name(t);
+      throw InvalidArgument(
+          fmt::format("{}: cell {} is in group{} {}, which has no value (values given for {})", what, c,
+                      tags[c] < 0 ? "s" : "", mesh.describe_tags(mesh.groups(dim, tags[c]), dim),
+                      given.empty() ? "none" : given));
+    }
+  }
+  return out;
+}
+
+Neumann Neumann::scalar(FacetSet where, Function g) {
   FEM_EXPECTS(g != nullptr, "a Neumann condition needs a flux function");
-  return {std::move(tags), [g = std::move(g)](const double* x, double* v) { v[0] = g(x); }};
+  return {std::move(where), [g = std::move(g)](const double* x, double* v) { v[0] = g(x); }};
 }
 
 namespace {

@@ -4,14 +4,20 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "fem/csr.hpp"
+
+namespace fem {
+class Mesh;
+}
 
 namespace fem::assembly {
 
@@ -57,14 +63,26 @@ class Coefficient {
     }
     return value_;
   }
-  /// Throws InvalidArgument naming the first cell whose tag or index has no value.
-  void check(std::span<const int> cell_tags, const char* what) const;
+  /// The coefficient as assembly on `mesh` uses it, checked once for every front end (docs/
+  /// semantics.md): per-cell values, one per cell; per-tag values, each for a cell group of the
+  /// mesh (an InvalidArgument naming the tag and the groups present otherwise; a part of a
+  /// distributed mesh leaves that to check_cell_tags with its layout), and a cell in several
+  /// groups takes the value of the ones that have one, which must agree (an InvalidArgument naming
+  /// both groups otherwise). Without a fallback, a cell none of whose groups has a value is an
+  /// InvalidArgument naming it.
+  Coefficient resolved(const Mesh& mesh, const char* what) const;
+  /// The tags given a value (per-tag coefficients; none otherwise).
+  std::vector<int> tags() const;
 
  private:
   double tag_value(int tag) const {
+    const double* v = value_of_tag(tag);
+    return v ? *v : value_;
+  }
+  const double* value_of_tag(int tag) const {
     for (const auto& [t, v] : *tags_)
-      if (t == tag) return v;
-    return value_;
+      if (t == tag) return &v;
+    return nullptr;
   }
   Coefficient(Kind kind, double value) : kind_(kind), value_(value) {}
   Kind kind_;
@@ -108,12 +126,30 @@ struct VectorSource {
   VectorFunction f;
 };
 
-/// ∫_Γ g·v over the boundary facets with the given tags (g: one value per component).
-struct Neumann {
+/// Facets picked by physical group (a facet in any of `tags`, once, boundary or interior), or
+/// the whole boundary: every boundary facet, tagged or not, once, and no interior facet.
+struct FacetSet {
   std::vector<int> tags;
+  bool whole_boundary = false;
+  FacetSet() = default;
+  FacetSet(std::initializer_list<int> groups) : tags(groups) {}   // NOLINT: {left, top}
+  FacetSet(std::vector<int> groups) : tags(std::move(groups)) {}  // NOLINT
+  static FacetSet all() {
+    FacetSet s;
+    s.whole_boundary = true;
+    return s;
+  }
+  static FacetSet tagged(std::vector<int> tags) { return FacetSet(std::move(tags)); }
+  /// "all" or "'left' (tag 4)", "tags 4 'left', 5": what a message calls it.
+  std::string describe(const Mesh& mesh) const;
+};
+
+/// ∫_Γ g·v over the boundary facets `where` (g: one value per component).
+struct Neumann {
+  FacetSet where;
   VectorFunction g;
   /// A scalar flux on scalar spaces.
-  static Neumann scalar(std::vector<int> tags, Function g);
+  static Neumann scalar(FacetSet where, Function g);
 };
 
 /// A quasilinear form F(u; v) = ∫ a(x, u, ∇u)·∇v + s(x, u, ∇u) v on a scalar space: enough for

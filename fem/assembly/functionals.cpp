@@ -115,10 +115,10 @@ std::vector<double> cell_stress(const Assembler& A, std::span<const double> u, c
   const Mesh& mesh = V.mesh();
   FEM_EXPECTS(V.components() == mesh.tdim(),
               "stresses need one component per dimension: space {} on a {}D mesh", V.name(), mesh.tdim());
-  form.young.check(mesh.cell_tags(), "Young's modulus");
-  form.poisson.check(mesh.cell_tags(), "Poisson's ratio");
+  const Coefficient young = form.young.resolved(mesh, "Young's modulus");
+  const Coefficient poisson = form.poisson.resolved(mesh, "Poisson's ratio");
   std::vector<double> stress(static_cast<std::size_t>(mesh.num_cells()) * 6, 0.0);
-  const bool varies = form.young.varies_in_cell() || form.poisson.varies_in_cell();
+  const bool varies = young.varies_in_cell() || poisson.varies_in_cell();
   const bool plane_stress = mesh.tdim() == 2 && form.plane == Elasticity::Plane::stress;
   // Each cell writes only its own six entries, so the threads of the cell loop never share one.
   integrate_cells<Blocks::vector>(
@@ -128,7 +128,7 @@ std::vector<double> cell_stress(const Assembler& A, std::span<const double> u, c
         double sum[3][3] = {}, volume = 0;
         for (int q = 0; q < cv.num_points; ++q) {
           const double* x = cv.point(q);
-          const double E = form.young(cv.cell, cv.tag, x), nu = form.poisson(cv.cell, cv.tag, x);
+          const double E = young(cv.cell, cv.tag, x), nu = poisson(cv.cell, cv.tag, x);
           const auto [lambda, mu] = kernels::lame(E, nu, plane_stress);
           double g[dim][dim];  // g[k][d] = ∂u_k/∂x_d
           for (int k = 0; k < dim; ++k) cv.u_grad(q, g[k], k);

@@ -5,6 +5,8 @@
 #include <bit>
 #include <exception>
 #include <mutex>
+#include <unordered_map>
+#include <utility>
 
 #include "fem/error.hpp"
 #include "fem/threads.hpp"
@@ -72,7 +74,37 @@ void colour_blocks(const DofMap& d, AssemblyPlan& p) {
 // sleeping thread (10-100 µs); higher-order and 3D cells cost more, so they pay sooner.
 constexpr std::size_t kCellGrain = 4096;
 
+// Pattern -> the space whose plan built it. Weak: a pattern that died is pruned (its address may
+// be reused by another: the weak pointer tells them apart).
+struct PatternSpaces {
+  std::mutex mutex;
+  std::unordered_map<const CsrPattern*, std::pair<std::weak_ptr<const CsrPattern>, SpaceId>> spaces;
+  std::size_t pruned_at = 0;
+
+  void add(const std::shared_ptr<const CsrPattern>& pattern, SpaceId space) {
+    std::lock_guard lock(mutex);
+    if (spaces.size() >= 2 * pruned_at + 16) {
+      std::erase_if(spaces, [](const auto& e) { return e.second.first.expired(); });
+      pruned_at = spaces.size();
+    }
+    spaces[pattern.get()] = {pattern, std::move(space)};
+  }
+  SpaceId find(const CsrPattern& pattern) {
+    std::lock_guard lock(mutex);
+    const auto it = spaces.find(&pattern);
+    if (it == spaces.end() || it->second.first.lock().get() != &pattern) return {};
+    return it->second.second;
+  }
+};
+
+PatternSpaces& pattern_spaces() {
+  static PatternSpaces registry;
+  return registry;
+}
+
 }  // namespace
+
+SpaceId space_of_pattern(const CsrPattern& pattern) { return pattern_spaces().find(pattern); }
 
 std::size_t AssemblyPlan::bytes() const noexcept {
   return sizeof(*this) + connectivity.bytes() +
@@ -85,6 +117,7 @@ AssemblyPlan build_plan(const FunctionSpace& V, const gpu::Executor& exec) {
   p.num_cells = V.mesh().num_cells();
   p.connectivity = gpu::build_connectivity(exec, d.cell_nodes, d.nodes_per_cell, d.num_nodes, V.components());
   colour_blocks(d, p);
+  pattern_spaces().add(p.connectivity.pattern, SpaceId(V));
   return p;
 }
 

@@ -36,6 +36,12 @@ AssemblyPlan build_plan(const FunctionSpace& V, const gpu::Executor& exec = gpu:
 std::shared_ptr<const AssemblyPlan> plan(const FunctionSpace& V,
                                          const gpu::Executor& exec = gpu::Executor::host());
 
+/// The space whose plan built `pattern` (build_plan records it), for as long as the pattern lives,
+/// also after its plan left the store: what tells a matrix of one space from a matrix of another
+/// with the same structure (another version of the mesh). Unknown (SpaceId{}) for a pattern made
+/// elsewhere.
+SpaceId space_of_pattern(const CsrPattern& pattern);
+
 /// Run body(first_cell, end_cell) over every block: colours one after the other, the blocks of
 /// a colour in parallel (OpenMP), the cells of a block in order. The first exception thrown
 /// (by block order) is rethrown once the colour is done.

@@ -173,4 +173,20 @@ std::string FunctionSpace::name() const {
   return n;
 }
 
+std::string FunctionSpace::describe() const {
+  if (!mesh_key_.empty())
+    return fmt::format("{} of mesh '{}' (version {}, {} DOFs)", name(), mesh_key_, mesh_version_, num_dofs());
+  return fmt::format("{} of a {} not in a store ({} DOFs)", name(), where(*mesh_), num_dofs());
+}
+
+SpaceId::SpaceId(const FunctionSpace& V)
+    : mesh_(V.mesh_ptr()), description_(V.describe()), degree_(V.degree()), components_(V.components()) {}
+
+bool SpaceId::operator==(const SpaceId& other) const noexcept {
+  return degree_ == other.degree_ && components_ == other.components_ && !mesh_.owner_before(other.mesh_) &&
+         !other.mesh_.owner_before(mesh_);
+}
+
+std::string SpaceId::describe() const { return known() ? description_ : std::string("a space not recorded"); }
+
 }  // namespace fem::assembly

@@ -72,6 +72,8 @@ class FunctionSpace {
   index_t num_dofs() const noexcept { return dofmap_->num_nodes * components_; }
   /// "P1", "P2x3", "Q1", ...: used in cache keys.
   std::string name() const;
+  /// The space in words, for messages: "P2 of mesh 'm' (version 3, 81 DOFs)".
+  std::string describe() const;
 
  private:
   std::shared_ptr<const Mesh> mesh_;
@@ -80,6 +82,27 @@ class FunctionSpace {
   Store* store_ = nullptr;
   int degree_, components_;
   std::shared_ptr<const DofMap> dofmap_;
+};
+
+/// Which space a piece of data was made for (Dirichlet values), so that it is refused on another
+/// one: the mesh object (a newer version under the same key is another mesh, and so is another
+/// mesh of the same size), the degree and the components. Empty (known() false) for data made
+/// by hand, which only a count can check.
+class SpaceId {
+ public:
+  SpaceId() = default;
+  explicit SpaceId(const FunctionSpace& V);
+
+  bool known() const noexcept { return degree_ > 0; }
+  /// The same mesh object, degree and components (two unknown ids are the same).
+  bool operator==(const SpaceId& other) const noexcept;
+  /// FunctionSpace::describe() of the space, or "a space not recorded".
+  std::string describe() const;
+
+ private:
+  std::weak_ptr<const Mesh> mesh_;  ///< identity only (owner comparison): never locked
+  std::string description_;
+  int degree_ = 0, components_ = 0;
 };
 
 /// The element type of the degree-`degree` Lagrange space on cells of `type` (tri6 for P2 on

@@ -10,43 +10,100 @@
 
 namespace fem::assembly {
 
+DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichlet> conditions) {
+  return dirichlet_values(V, conditions, Layout::serial());
+}
+
 DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichlet> conditions,
                                  const Layout& layout) {
-  if (!layout.distributed()) return dirichlet_values(V, conditions);
   const auto n = static_cast<std::size_t>(V.num_dofs());
-  // Which condition wins each DOF (1 + its index, 0: none) where this process has it, and its value.
-  std::vector<double> winner(n, 0.0);
+  const Mesh& mesh = V.mesh();
+  const auto level_of = [&](std::size_t i) { return conditions[i].where.whole_boundary ? 1.0 : 2.0; };
+  // Each condition's DOFs where this process has them; the most specific level that reaches
+  // each DOF (0: none, 1: `all`, 2: a tag) on any process.
   std::vector<DirichletValues> each(conditions.size());
+  std::vector<double> level(n, 0.0);
+  double scale = 0;
   layout.processes().collective([&] {
     for (const auto& c : conditions)
-      if (!c.where.whole_boundary) check_facet_tags(V.mesh(), c.where.tags, layout);
+      if (!c.where.whole_boundary) check_facet_tags(mesh, c.where.tags, layout);
     for (std::size_t i = 0; i < conditions.size(); ++i) {
-      each[i] = dirichlet_values(V, conditions.subspan(i, 1));
-      for (index_t dof : each[i].dofs) winner[static_cast<std::size_t>(dof)] = static_cast<double>(i + 1);
+      each[i] = condition_values(V, conditions[i]);
+      for (std::size_t k = 0; k < each[i].dofs.size(); ++k) {
+        double& l = level[static_cast<std::size_t>(each[i].dofs[k])];
+        l = std::max(l, level_of(i));
+        scale = std::max(scale, std::abs(each[i].values[k]));
+      }
     }
   });
-  // The later condition wins, as on one process; its value comes from a process that holds it
-  // (every process that holds a condition evaluates it at the same point: the maximum is that
-  // value, exactly).
-  layout.maximize(winner);
-  std::vector<double> value(n, -std::numeric_limits<double>::infinity());
-  for (std::size_t i = 0; i < conditions.size(); ++i)
-    for (std::size_t k = 0; k < each[i].dofs.size(); ++k) {
-      const auto dof = static_cast<std::size_t>(each[i].dofs[k]);
-      if (winner[dof] == static_cast<double>(i + 1)) value[dof] = each[i].values[k];
-    }
-  layout.maximize(value);
+  layout.maximize(level);
+  scale = layout.processes().max(scale);
+  // The largest and the smallest value the conditions of that level give each DOF, and which
+  // condition gives each: they must agree (to 1e-10 of the largest value given).
+  const double none = -std::numeric_limits<double>::infinity();
+  std::vector<double> high(n, none), low(n, none);  // low holds -min
+  const auto for_each_winning = [&](auto&& f) {
+    for (std::size_t i = 0; i < conditions.size(); ++i)
+      for (std::size_t k = 0; k < each[i].dofs.size(); ++k) {
+        const auto dof = static_cast<std::size_t>(each[i].dofs[k]);
+        if (level[dof] == level_of(i)) f(i, dof, each[i].values[k]);
+      }
+  };
+  for_each_winning([&](std::size_t, std::size_t dof, double v) {
+    high[dof] = std::max(high[dof], v);
+    low[dof] = std::max(low[dof], -v);
+  });
+  layout.maximize(high);
+  layout.maximize(low);
+  const double tolerance = 1e-10 * scale;
+  std::vector<double> conflict(n, 0.0);
+  bool conflicts = false;
+  for (std::size_t d = 0; d < n; ++d)
+    if (level[d] > 0 && high[d] + low[d] > tolerance) conflict[d] = 1, conflicts = true;
+  if (layout.processes().max(conflicts ? 1.0 : 0.0) > 0) {
+    // Name the conditions that give the largest and the smallest value (1 + index, on any process).
+    std::vector<double> by_high(n, 0.0), by_low(n, 0.0);
+    for_each_winning([&](std::size_t i, std::size_t dof, double v) {
+      if (!conflict[dof]) return;
+      if (v == high[dof]) by_high[dof] = std::max(by_high[dof], static_cast<double>(i + 1));
+      if (-v == low[dof]) by_low[dof] = std::max(by_low[dof], static_cast<double>(i + 1));
+    });
+    layout.maximize(by_high);
+    layout.maximize(by_low);
+    layout.processes().collective([&] {
+      const int bs = V.components();
+      for (std::size_t d = 0; d < n; ++d) {
+        if (!conflict[d] || by_high[d] == 0 || by_low[d] == 0) continue;
+        const auto& a = conditions[static_cast<std::size_t>(by_low[d]) - 1];
+        const auto& b = conditions[static_cast<std::size_t>(by_high[d]) - 1];
+        const auto node = d / static_cast<std::size_t>(bs);
+        std::string at = "(";
+        for (int k = 0; k < mesh.gdim(); ++k)
+          at += fmt::format("{}{:g}", k ? ", " : "",
+                            V.dofmap().coordinates[node * static_cast<std::size_t>(mesh.gdim()) + k]);
+        at += ")";
+        throw InvalidArgument(fmt::format(
+            "mesh '{}': the Dirichlet conditions on {} and on {} give the node at {} two values ({:g} and "
+            "{:g}{}); where conditions meet they must agree (a condition on a tag wins over one on 'all', "
+            "whatever their order; give the shared nodes one value)",
+            mesh.source(), a.where.describe(mesh), b.where.describe(mesh), at, -low[d], high[d],
+            bs > 1 ? fmt::format(", component {}", d % static_cast<std::size_t>(bs) + 1) : ""));
+      }
+    });
+  }
   DirichletValues out;
+  out.space = SpaceId(V);  // checked wherever they are applied (require_space)
   for (std::size_t i = 0; i < n; ++i)
-    if (winner[i] > 0) {
+    if (level[i] > 0) {
       out.dofs.push_back(static_cast<index_t>(i));
-      out.values.push_back(value[i]);
+      out.values.push_back(high[i]);
     }
   return out;
 }
 
 CsrMatrix system_matrix(const Assembler& assembler, std::vector<double> values, const DirichletValues& bc,
                         const Layout& layout) {
+  require_space(bc, assembler.space(), "system_matrix");
   CsrMatrix A(assembler.pattern(), std::move(values));
   if (layout.distributed()) {
     if (layout.count_owned(bc.dofs) == 0)  // a global count: every process decides alike
@@ -62,6 +119,8 @@ CsrMatrix system_matrix(const Assembler& assembler, std::vector<double> values, 
 
 CsrMatrix constrained_matrix(const CsrMatrix& A, const FunctionSpace& V, std::vector<double> values,
                              const DirichletValues& bc) {
+  require_space(bc, V, "constrained_matrix");
+  require_pattern_of(A.pattern(), V, "constrained_matrix: the matrix");
   if (!A.null_space()) return CsrMatrix(A.pattern_ptr(), std::move(values));
   const Assembler assembler(V);
   FEM_EXPECTS(assembler.pattern() == A.pattern_ptr() || assembler.pattern()->same_structure(A.pattern()),
@@ -158,6 +217,37 @@ std::vector<double> cell_average_gradient(const Assembler& A, std::span<const do
       },
       A.quadrature_degree(std::max(0, V.degree() - 1)), u);
   return out;
+}
+
+void require_space(const DirichletValues& bc, const FunctionSpace& V, std::string_view what) {
+  if (bc.space.known()) {
+    if (!(bc.space == SpaceId(V)))
+      throw InvalidArgument(
+          fmt::format("{}: Dirichlet conditions made on the space {} used on the space {}: conditions belong "
+                      "to their space (make them on this one)",
+                      what, bc.space.describe(), V.describe()));
+    return;
+  }
+  const index_t n = V.num_dofs();
+  for (index_t dof : bc.dofs)
+    if (dof < 0 || dof >= n)
+      throw InvalidArgument(fmt::format("{}: a Dirichlet condition on DOF {}, but the space {} has {} DOFs",
+                                        what, dof, V.describe(), n));
+}
+
+void require_pattern_of(const CsrPattern& pattern, const FunctionSpace& V, std::string_view what) {
+  const auto own = plan(V);
+  if (&own->pattern() == &pattern) return;
+  // The pattern of another space's plan (another mesh or version of it, degree, components) is
+  // refused even with the same structure; a pattern made by hand must have V's structure.
+  const SpaceId other = space_of_pattern(pattern);
+  if (other.known() ? other == SpaceId(V) : own->pattern().same_structure(pattern)) return;
+  throw InvalidArgument(fmt::format(
+      "{} ({} x {}, {} nonzeros) is on the pattern of {}, not on that of the space {} ({} nonzeros), which "
+      "the conditions are made on: conditions belong to their space (a count of DOFs is no identity)",
+      what, pattern.rows(), pattern.cols(), pattern.nnz(),
+      other.known() ? "the space " + other.describe() : std::string("another space"), V.describe(),
+      own->pattern().nnz()));
 }
 
 }  // namespace fem::assembly

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "fem/assembly/assembler.hpp"
@@ -27,11 +28,26 @@
 namespace fem::assembly {
 
 /// The Dirichlet values of `conditions` on V, the same on every process that has a DOF (a
-/// process may hold a DOF of a boundary facet another process holds), the later condition
-/// winning where conditions overlap, as on one process. A facet tag that no facet of the whole
-/// mesh carries is an InvalidArgument naming it and the tags present, on every process.
+/// process may hold a DOF of a boundary facet another process holds). The one rule where
+/// conditions overlap (docs/semantics.md), whatever their order and on any number of processes:
+/// at each DOF, the conditions on tags win over those on `all` (the whole boundary); the
+/// winners must agree, to 1e-10 of the largest value given, or it is an InvalidArgument naming
+/// both conditions, the node and the two values, on every process. A facet tag that no facet of
+/// the whole mesh carries is an InvalidArgument naming it and the tags present, on every process.
 DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichlet> conditions,
                                  const Layout& layout);
+
+/// Conditions belong to their space: `bc` made on another space than V (dirichlet_values records
+/// the space in DirichletValues::space: the mesh object, the degree, the components) is an
+/// InvalidArgument naming both; values made by hand (no space recorded) must index V's DOFs.
+/// `what` names the call in the message. system_matrix, constrained_matrix and Newton's
+/// assembled_problem check it, so every front end does.
+void require_space(const DirichletValues& bc, const FunctionSpace& V, std::string_view what);
+/// A matrix of V: on V's pattern (the object the assembler of V fills, or one of the same
+/// structure), else an InvalidArgument naming V and, where the store knows it, the space whose
+/// pattern the matrix is on. A count of DOFs is no identity: P2 on one mesh and P1 on another
+/// may have as many. constrained_matrix checks it.
+void require_pattern_of(const CsrPattern& pattern, const FunctionSpace& V, std::string_view what);
 
 /// The null-space rule, once for every front end: the matrix of a form (`values` on the
 /// assembler's pattern, with the Dirichlet conditions `bc` already imposed by apply_dirichlet)

@@ -36,6 +36,7 @@ struct Common {
   index_t global_nodes = 0, global_cells = 0;
   std::vector<index_t> first_owned;  // per rank
   std::vector<PhysicalName> names;
+  std::vector<TagSet> tag_sets;
   std::string source;
 };
 
@@ -85,6 +86,16 @@ void broadcast(Common& c, int ranks, MPI_Comm comm) {
     MPI_Bcast(dt, 2, MPI_INT, 0, comm);
     n.dim = dt[0], n.tag = dt[1];
     broadcast_string(n.name, comm);
+  }
+  int sets = static_cast<int>(c.tag_sets.size());
+  MPI_Bcast(&sets, 1, MPI_INT, 0, comm);
+  c.tag_sets.resize(static_cast<std::size_t>(sets));
+  for (auto& t : c.tag_sets) {
+    int head[3] = {t.dim, t.tag, static_cast<int>(t.members.size())};
+    MPI_Bcast(head, 3, MPI_INT, 0, comm);
+    t.dim = head[0], t.tag = head[1];
+    t.members.resize(static_cast<std::size_t>(head[2]));
+    MPI_Bcast(t.members.data(), head[2], MPI_INT, 0, comm);
   }
   broadcast_string(c.source, comm);
 }
@@ -208,6 +219,7 @@ std::vector<Part> make_parts(const Mesh& mesh, int ranks, Common& common) {
   common.global_cells = num_cells;
   common.first_owned.assign(first_owned.begin(), first_owned.end() - 1);
   common.names = mesh.names();
+  common.tag_sets = mesh.tag_sets();
   common.names.push_back({mesh.tdim() - 1, boundary_tag, std::string(boundary_facets_name)});
   common.source = mesh.source();
   return parts;
@@ -258,6 +270,7 @@ std::shared_ptr<const Distribution> distribute(MPI_Comm comm, std::shared_ptr<co
   data.facets = std::move(part.facets);
   data.facet_tags = std::move(part.facet_tags);
   data.names = std::move(common.names);
+  data.tag_sets = std::move(common.tag_sets);
   data.source = ranks > 1 ? fmt::format("{} (part {} of {})", common.source, me, ranks) : common.source;
   collective(comm, [&] {
     const Version v = store.put(key, std::make_shared<const Mesh>(std::move(data)));

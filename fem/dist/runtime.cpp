@@ -129,4 +129,13 @@ void Series::write(double time, const Store& store, const std::string& mesh_key,
   ++frames_;
 }
 
+void Series::commit() {
+  // Rank 0 made the private folder and names the frames (the pieces in it too: one file system).
+  const Processes& p = processes();
+  if (p.size() == 1) return pvd_.commit();
+  p.collective([&] {
+    if (p.root()) pvd_.commit();
+  });
+}
+
 }  // namespace fem::dist

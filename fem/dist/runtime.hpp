@@ -77,12 +77,16 @@ void write_vtu(const std::filesystem::path& path, const Store& store, const std:
                std::span<const mesh::Field> points, std::span<const mesh::Field> cells = {});
 
 /// A time series: .vtu frames listed by a .pvd; on a distributed mesh .pvtu frames (a piece per
-/// process) listed by the .pvd that rank 0 writes. write() is collective.
+/// process) listed by the .pvd that rank 0 writes. One output, all or nothing (mesh::PvdWriter):
+/// the frames wait in a private folder next to the .pvd until commit() publishes them with the
+/// .pvd; a series destroyed before (a failed step) removes them and leaves a previous series at
+/// that path as it was. write() and commit() are collective.
 class Series {
  public:
   explicit Series(const std::filesystem::path& pvd);
   void write(double time, const Store& store, const std::string& mesh_key,
              std::span<const mesh::Field> points);
+  void commit();
   const std::filesystem::path& path() const noexcept { return pvd_.path(); }
   std::size_t frames() const noexcept { return frames_; }
 

@@ -19,17 +19,77 @@ using detail::Scanner;
 constexpr std::size_t kNumTypes = 11;
 constexpr auto kMaxIndex = static_cast<std::uint64_t>(std::numeric_limits<index_t>::max());
 
-/// Elements of one type as they come: node indices, one physical tag per row. An element whose
-/// entity has several physical tags appears once per tag; the repeats are listed in
-/// `repeated_rows` (they are boundary facets once per tag, but cells only once).
+/// Elements of one type as they come: node indices, one physical tag per row. An element in
+/// several physical groups comes once per group (MSH 4.1: in a row, for an entity with several
+/// physical tags; MSH 2.2: wherever Gmsh lists that group's elements, each copy with its own
+/// element number). `may_repeat` says that it happened: finish() then merges the copies into one
+/// element of a set of groups (merge_copies).
 struct Bucket {
   std::vector<index_t> nodes;
   std::vector<int> tags;
-  std::vector<std::size_t> repeated_rows;
+  bool may_repeat = false;
   const char* first = nullptr;  // where the first element of this type was found, for messages
-  std::uint64_t last_element_tag = 0;
+  // MSH 2.2: the physical group each elementary entity came with (a second one means copies).
+  std::map<int, int> entity_group;
+  int last_entity = 0, last_group = 0;
   std::size_t rows() const noexcept { return tags.size(); }
 };
+
+/// The tag that stands for the groups `members` (sorted, at least two) of dimension `dim`: an
+/// existing set's, or a new set's (-1, -2, ... in order of appearance).
+int set_tag(std::vector<TagSet>& sets, int dim, std::vector<int> members) {
+  int count = 0;
+  for (const auto& s : sets) {
+    if (s.dim != dim) continue;
+    ++count;
+    if (s.members == members) return s.tag;
+  }
+  sets.push_back({dim, -(count + 1), std::move(members)});
+  return sets.back().tag;
+}
+
+/// The elements of `b` (k nodes each) once each, in the order of their first copy, the copies
+/// (the same nodes, in any order) merged into one element of all their groups: a group's tag, or
+/// a set's (0, no group, only where it has no other).
+void merge_copies(Bucket& b, int k, int dim, std::vector<TagSet>& sets) {
+  const std::size_t rows = b.rows(), kk = static_cast<std::size_t>(k);
+  std::vector<index_t> key(b.nodes);
+  for (std::size_t r = 0; r < rows; ++r) std::sort(key.begin() + r * kk, key.begin() + (r + 1) * kk);
+  std::vector<std::size_t> order(rows);
+  for (std::size_t r = 0; r < rows; ++r) order[r] = r;
+  const auto less = [&](std::size_t a, std::size_t c) {
+    return std::lexicographical_compare(key.begin() + a * kk, key.begin() + (a + 1) * kk,
+                                        key.begin() + c * kk, key.begin() + (c + 1) * kk);
+  };
+  std::stable_sort(order.begin(), order.end(), less);
+  std::vector<int> tag(rows, 0);
+  std::vector<char> keep(rows, 0);
+  for (std::size_t i = 0; i < rows;) {
+    std::size_t j = i + 1;
+    while (j < rows && !less(order[i], order[j])) ++j;
+    std::size_t first = order[i];
+    std::vector<int> groups;
+    for (std::size_t m = i; m < j; ++m) {
+      first = std::min(first, order[m]);
+      groups.push_back(b.tags[order[m]]);
+    }
+    std::sort(groups.begin(), groups.end());
+    groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+    if (groups.size() > 1 && groups.front() == 0) groups.erase(groups.begin());
+    keep[first] = 1;
+    tag[first] = groups.size() == 1 ? groups.front() : set_tag(sets, dim, std::move(groups));
+    i = j;
+  }
+  std::size_t out = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (!keep[r]) continue;
+    std::copy(b.nodes.begin() + r * kk, b.nodes.begin() + (r + 1) * kk, b.nodes.begin() + out * kk);
+    b.tags[out++] = tag[r];
+  }
+  b.nodes.resize(out * kk);
+  b.tags.resize(out);
+  b.may_repeat = false;
+}
 
 /// Node tag → index: the identity on a contiguous run of tags (the common case), else a dense
 /// table when the tags are not too sparse, else a sorted list. A tag given twice is ambiguous
@@ -455,8 +515,8 @@ class GmshReader {
   /// Add one element of `b` whose node indices are in `nodes` with the physical tags `phys`
   /// (at least one entry, 0 for none); `element_tag` identifies MSH2 repeats.
   void add_element(Bucket& b, std::span<const index_t> nodes, std::span<const int> phys) {
+    if (phys.size() > 1) b.may_repeat = true;
     for (std::size_t k = 0; k < phys.size(); ++k) {
-      if (k > 0) b.repeated_rows.push_back(b.rows());
       b.nodes.insert(b.nodes.end(), nodes.begin(), nodes.end());
       b.tags.push_back(phys[k]);
     }
@@ -488,24 +548,25 @@ class GmshReader {
         Bucket& b = bucket(type, h);
         grow(b, static_cast<std::size_t>(nb), k);
         for (std::int32_t e = 0; e < nb; ++e) {
-          const auto etag = static_cast<std::uint64_t>(s_.bin<std::int32_t>("element tag"));
-          int phys = 0;
+          s_.bin<std::int32_t>("element number");
+          int phys = 0, entity = 0;
           for (int t = 0; t < ntags; ++t) {
             const auto v = s_.bin<std::int32_t>("element tag");
             if (t == 0) phys = v;
+            if (t == 1) entity = v;
           }
           for (int j = 0; j < k; ++j) {
             const char* p = s_.pos();
             const auto tag = s_.bin<std::int32_t>("element node");
             nodes[j] = node_index(static_cast<std::uint64_t>(static_cast<std::uint32_t>(tag)), p);
           }
-          add_element2(b, etag, std::span<const index_t>(nodes.data(), k), phys);
+          add_element2(b, std::span<const index_t>(nodes.data(), k), phys, entity);
         }
         done += static_cast<std::uint64_t>(nb);
       }
     } else {
       for (; done < n; ++done) {
-        const auto etag = s_.integer<std::uint64_t>("element tag");
+        s_.integer<std::uint64_t>("element number");
         s_.skip_space();
         const char* tp = s_.pos();
         const CellType type = element_type(s_.integer<int>("element type"), tp);
@@ -513,10 +574,11 @@ class GmshReader {
         const int ntags = s_.integer<int>("number of element tags");
         if (ntags < 0 || ntags > 1000)
           s_.fail_at(nt_at, fmt::format("expected 0..1000 element tags, found {}", ntags));
-        int phys = 0;
+        int phys = 0, entity = 0;
         for (int t = 0; t < ntags; ++t) {
           const int v = s_.integer<int>("element tag");
           if (t == 0) phys = v;
+          if (t == 1) entity = v;
         }
         const int k = cell_info(type).num_nodes;
         for (int j = 0; j < k; ++j) {
@@ -524,21 +586,25 @@ class GmshReader {
           const char* p = s_.pos();
           nodes[j] = node_index(s_.integer<std::uint64_t>("element node"), p);
         }
-        add_element2(bucket(type, tp), etag, std::span<const index_t>(nodes.data(), k), phys);
+        add_element2(bucket(type, tp), std::span<const index_t>(nodes.data(), k), phys, entity);
       }
     }
     s_.expect_word("$EndElements");
     have_elements_ = true;
   }
 
-  // MSH2 writes an element once per physical group it belongs to, with the same element tag.
-  void add_element2(Bucket& b, std::uint64_t etag, std::span<const index_t> nodes, int phys) {
-    if (b.rows() > 0 && etag == b.last_element_tag &&
-        std::equal(nodes.begin(), nodes.end(), b.nodes.end() - static_cast<std::ptrdiff_t>(nodes.size())))
-      b.repeated_rows.push_back(b.rows());
+  // MSH2 writes an element once per physical group it belongs to: an elementary entity that
+  // comes with a second group has copies (the entity's elements come in runs: the map is read
+  // once per run).
+  void add_element2(Bucket& b, std::span<const index_t> nodes, int phys, int entity) {
+    if (b.rows() == 0 || entity != b.last_entity || phys != b.last_group) {
+      const auto [it, added] = b.entity_group.emplace(entity, phys);
+      if (!added && it->second != phys) b.may_repeat = true;
+      b.last_entity = entity;
+      b.last_group = phys;
+    }
     b.nodes.insert(b.nodes.end(), nodes.begin(), nodes.end());
     b.tags.push_back(phys);
-    b.last_element_tag = etag;
   }
 
   void read_elements4() {
@@ -657,24 +723,14 @@ class GmshReader {
     d.source = s_.name();
     Bucket& cb = buckets_[static_cast<std::size_t>(*cell)];
     const int npc = cell_info(*cell).num_nodes;
-    if (cb.repeated_rows.empty()) {
-      d.cells = std::move(cb.nodes);
-      d.cell_tags = std::move(cb.tags);
-    } else {
-      std::size_t r = 0;
-      for (std::size_t row = 0; row < cb.rows(); ++row) {
-        if (r < cb.repeated_rows.size() && cb.repeated_rows[r] == row) {
-          ++r;
-          continue;
-        }
-        d.cells.insert(d.cells.end(), cb.nodes.begin() + row * npc, cb.nodes.begin() + (row + 1) * npc);
-        d.cell_tags.push_back(cb.tags[row]);
-      }
-    }
+    if (cb.may_repeat) merge_copies(cb, npc, tdim, d.tag_sets);
+    d.cells = std::move(cb.nodes);
+    d.cell_tags = std::move(cb.tags);
     if (tdim >= 1) {
       const CellType ft = cell_info(*cell).facet;
-      const Bucket& fb = buckets_[static_cast<std::size_t>(ft)];
+      Bucket& fb = buckets_[static_cast<std::size_t>(ft)];
       const int npf = cell_info(ft).num_nodes;
+      if (fb.may_repeat) merge_copies(fb, npf, tdim - 1, d.tag_sets);
       for (std::size_t row = 0; row < fb.rows(); ++row)
         if (fb.tags[row] != 0) {
           d.facets.insert(d.facets.end(), fb.nodes.begin() + row * npf, fb.nodes.begin() + (row + 1) * npf);

@@ -5,26 +5,30 @@
 //   const fem::mesh::Field fields[] = {{"u", 1, u}};
 //   fem::mesh::write_vtu("out/u.vtu", mesh, fields);
 //   fem::mesh::PvdWriter series("out/heat.pvd");
-//   series.write(t, mesh, fields);                      // out/heat_000000.vtu, heat.pvd rewritten
+//   series.write(t, mesh, fields);                      // heat_000000.vtu, in a private folder
+//   series.commit();                                    // out/heat_000000.vtu ... and out/heat.pvd
 //
 // A parallel run writes one piece per rank and a .pvtu naming them (what ParaView opens), and
 // lists the .pvtu files in the .pvd:
 //
-//   const auto pvtu = series.next_path(".pvtu");         // out/heat_000001.pvtu
-//   write_vtu(pvtu_piece_path(pvtu, rank), local_mesh, fields);   // out/heat_000001_p<rank>.vtu
+//   const auto pvtu = series.next_path(".pvtu");         // <private folder>/heat_000001.pvtu
+//   write_vtu(pvtu_piece_path(pvtu, rank), local_mesh, fields);   // .../heat_000001_p<rank>.vtu
 //   // rank 0, with every rank's piece path:
 //   fem::mesh::write_pvtu(pvtu, pieces, fields, {});
 //   series.add(t, pvtu);
-//   const auto all = fem::mesh::read_pvtu(pvtu);         // every piece, concatenated
+//   series.commit();                                     // out/heat_000001.pvtu, its pieces, heat.pvd
+//   const auto all = fem::mesh::read_pvtu("out/heat_000001.pvtu");   // every piece, concatenated
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fem/atomic_file.hpp"
 #include "fem/mesh.hpp"
 
 namespace fem::mesh {
@@ -133,40 +137,51 @@ struct PvdStep {
   std::string file;
 };
 
-/// A ParaView collection (.pvd) for time series. Every step writes its frame, then appends
-/// (time, file) and rewrites the .pvd, each all or nothing (fem::AtomicFile), so the collection
-/// on disk is always complete, names only complete frames, and opens in ParaView while the
-/// simulation is still running. A previous .pvd at that path stays until the first frame is
-/// written.
+/// A ParaView collection (.pvd) for time series, written as one output: all or nothing. The
+/// frames go into a private folder next to the .pvd (fem::StagedFiles) and commit() moves them
+/// beside it and writes the .pvd, together; a series given up before commit() (an error at some
+/// step, an exception: the writer destroyed) removes its frames and leaves a previous series at
+/// that path exactly as it was: its .pvd and its frames, which the new frames would replace.
+/// Frames of a previous, longer series beyond the new one's are left where they are (the new
+/// .pvd does not name them).
 class PvdWriter {
  public:
   /// Starts an empty collection at `pvd`: checks that its folder exists and is writable (a
   /// fem::Error in words otherwise), writes nothing yet.
   explicit PvdWriter(std::filesystem::path pvd, VtuOptions options = {});
+  /// Without commit(): the frames written since the last commit() are removed, nothing published.
+  ~PvdWriter();
+  PvdWriter(const PvdWriter&) = delete;
+  PvdWriter& operator=(const PvdWriter&) = delete;
 
-  /// Writes <pvd stem>_<step, 6 digits>.vtu next to the .pvd and adds it at `time`; returns its path.
+  /// Writes the frame <pvd stem>_<step, 6 digits>.vtu (at next_path()) and adds it at `time`;
+  /// returns the path it has once committed, next to the .pvd.
   std::filesystem::path write(double time, const Mesh& mesh, std::span<const Field> point_data = {},
                               std::span<const Field> cell_data = {});
-  /// Adds a frame written by other means, e.g. a .pvtu at next_path(".pvtu"), then rewrites the
-  /// .pvd. `file` is a path as given to the writer (absolute, or relative to the current
-  /// folder); the .pvd lists it relative to its own folder. Write the file first: the .pvd
-  /// should name only complete frames.
+  /// Adds a frame written by other means, e.g. a .pvtu at next_path(".pvtu") and its pieces
+  /// beside it (pvtu_piece_path). `file` is a path as given to the writer (absolute, or relative
+  /// to the current folder); the .pvd lists it relative to its own folder: a file in the private
+  /// folder as it will be once committed, next to the .pvd.
   void add(double time, const std::filesystem::path& file);
 
-  /// The path write() would give the next frame, with this extension (".vtu", ".pvtu"):
-  /// <pvd folder>/<pvd stem>_<steps().size(), 6 digits><extension>. InvalidArgument unless the
-  /// extension starts with '.'.
+  /// Where the next frame goes until commit(), with this extension (".vtu", ".pvtu"): <private
+  /// folder>/<pvd stem>_<steps().size(), 6 digits><extension>; the private folder is made on
+  /// the first call after a commit(). InvalidArgument unless the extension starts with '.'.
   std::filesystem::path next_path(std::string_view extension = ".vtu") const;
+
+  /// Publishes the series: every file in the private folder moved next to the .pvd, then the
+  /// .pvd written listing every step, all or nothing (fem::StagedFiles::commit). A writer may go
+  /// on after it: the next commit() publishes the frames written since, with the whole list.
+  void commit();
 
   const std::vector<PvdStep>& steps() const noexcept { return steps_; }
   const std::filesystem::path& path() const noexcept { return pvd_; }
 
  private:
-  void rewrite() const;
-
   std::filesystem::path pvd_;
   VtuOptions options_;
   std::vector<PvdStep> steps_;
+  mutable std::unique_ptr<StagedFiles> frames_;  ///< the private folder, made when first needed
 };
 
 /// The steps listed in a .pvd file, in file order. Throws fem::ParseError on malformed content.

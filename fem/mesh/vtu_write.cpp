@@ -221,7 +221,16 @@ void write_vtu(const std::filesystem::path& file, const Mesh& mesh, std::span<co
   std::vector<OutArray> pd, cd, pts, cells;
   for (const auto& f : point_data)
     pd.push_back(make_array(f.name, kFieldType, f.components, f.values, ascii));
-  if (o.cell_tags) cd.push_back(make_array(kTagName, kTagType, 1, mesh.cell_tags(), ascii));
+  // One tag per cell: a cell in several physical groups shows the first of them.
+  std::vector<int> first_groups;
+  std::span<const int> tags = mesh.cell_tags();
+  if (o.cell_tags && !mesh.tag_sets().empty()) {
+    first_groups.assign(tags.begin(), tags.end());
+    for (int& t : first_groups)
+      if (t < 0) t = mesh.groups(mesh.tdim(), t).front();
+    tags = first_groups;
+  }
+  if (o.cell_tags) cd.push_back(make_array(kTagName, kTagType, 1, tags, ascii));
   for (const auto& f : cell_data) cd.push_back(make_array(f.name, kFieldType, f.components, f.values, ascii));
 
   std::vector<double> xyz(3 * nn, 0.0);
@@ -337,29 +346,39 @@ PvdWriter::PvdWriter(std::filesystem::path pvd, VtuOptions options)
   check_writable(pvd_);  // fail now, before the simulation, but leave a previous series alone
 }
 
+PvdWriter::~PvdWriter() = default;  // frames_ removes what was not committed
+
 std::filesystem::path PvdWriter::next_path(std::string_view extension) const {
   FEM_EXPECTS(!extension.empty() && extension.front() == '.',
               "PvdWriter::next_path: extension '{}' does not start with '.'", extension);
-  return pvd_.parent_path() / fmt::format("{}_{:06d}{}", pvd_.stem().string(), steps_.size(), extension);
+  if (!frames_) frames_ = std::make_unique<StagedFiles>(pvd_.parent_path(), pvd_.filename().string());
+  return frames_->path() / fmt::format("{}_{:06d}{}", pvd_.stem().string(), steps_.size(), extension);
 }
 
 std::filesystem::path PvdWriter::write(double time, const Mesh& mesh, std::span<const Field> point_data,
                                        std::span<const Field> cell_data) {
   const std::filesystem::path file = next_path(".vtu");
-  write_vtu(file, mesh, point_data, cell_data, options_);  // the frame first, then the .pvd naming it
+  write_vtu(file, mesh, point_data, cell_data, options_);
   steps_.push_back({time, file.filename().string()});
-  rewrite();
-  return file;
+  return pvd_.parent_path() / file.filename();
 }
 
 void PvdWriter::add(double time, const std::filesystem::path& file) {
   FEM_EXPECTS(!file.empty(), "PvdWriter::add: empty path for the step at time {} of '{}'", time,
               pvd_.string());
+  // A file in the private folder is listed where commit() puts it: beside the .pvd.
+  if (frames_) {
+    const auto abs = std::filesystem::absolute(file).lexically_normal();
+    const auto rel = abs.lexically_relative(std::filesystem::absolute(frames_->path()).lexically_normal());
+    if (!rel.empty() && *rel.begin() != "..") {
+      steps_.push_back({time, relative_to_folder_of(pvd_.parent_path() / rel, pvd_)});
+      return;
+    }
+  }
   steps_.push_back({time, relative_to_folder_of(file, pvd_)});
-  rewrite();
 }
 
-void PvdWriter::rewrite() const {
+void PvdWriter::commit() {
   AtomicFile atomic(pvd_);
   std::ostream& out = atomic.stream();
   out << "<?xml version=\"1.0\"?>\n<VTKFile type=\"Collection\" version=\"0.1\" "
@@ -369,7 +388,9 @@ void PvdWriter::rewrite() const {
     out << fmt::format("    <DataSet timestep=\"{}\" group=\"\" part=\"0\" file=\"{}\"/>\n", s.time,
                        xml_escape(s.file));
   out << "  </Collection>\n</VTKFile>\n";
-  atomic.commit();
+  if (!frames_) return atomic.commit();
+  const auto frames = std::move(frames_);  // gone after this, committed or not
+  frames->commit(&atomic);
 }
 
 }  // namespace fem::mesh

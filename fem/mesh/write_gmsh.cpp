@@ -110,6 +110,7 @@ std::string to_gmsh(const Mesh& mesh, const GmshWriteOptions& options) {
   runs(mesh.cell_tags(), tdim, ct, false);
   if (tdim >= 1) runs(mesh.facet_tags(), tdim - 1, ft, true);
   const int node_entity = nc > 0 ? blocks[0].entity : entity(tdim, 0);
+  const auto groups_of = [&](const Entity& e) { return mesh.groups(e.dim, e.phys); };
 
   const auto [lo, hi] = mesh.bounding_box();
   auto xyz = [&](std::size_t i, int k) { return k < gdim ? mesh.coords()[i * gdim + k] : 0.0; };
@@ -142,8 +143,10 @@ std::string to_gmsh(const Mesh& mesh, const GmshWriteOptions& options) {
         for (int k = 0; k < 3; ++k) o.f8(lo[k]);
         if (d > 0)
           for (int k = 0; k < 3; ++k) o.f8(hi[k]);
-        o.s8(e.phys != 0 ? 1 : 0);
-        if (e.phys != 0) o.i4(e.phys);
+        // A set of groups (a negative tag) is an entity with several physical tags.
+        const std::vector<int> groups = e.phys != 0 ? mesh.groups(d, e.phys) : std::vector<int>{};
+        o.s8(groups.size());
+        for (int g : groups) o.i4(g);
         if (d > 0) o.s8(0);
         o.line();
       }
@@ -205,14 +208,21 @@ std::string to_gmsh(const Mesh& mesh, const GmshWriteOptions& options) {
     }
     if (binary) o.text("\n");
     o.text("$EndNodes\n");
-    const std::size_t ne = nc + (tdim >= 1 ? nf : 0);
+    // MSH 2.2 writes an element once per physical group it belongs to, as Gmsh does.
+    const auto records = [&](bool facet) {
+      std::size_t n = 0;
+      for (const auto& b : blocks)
+        if (b.facet == facet) n += b.count * groups_of(entities[b.entity]).size();
+      return n;
+    };
+    const std::size_t ne = records(false) + (tdim >= 1 ? records(true) : 0);
     o.text("$Elements\n").text(std::to_string(ne)).text("\n");
     std::int32_t tag = 1;
     for (bool facet : {false, true}) {
       if (facet && tdim < 1) break;
       const CellType type = facet ? ft : ct;
       const auto& info = cell_info(type);
-      const std::size_t n = facet ? nf : nc;
+      const std::size_t n = records(facet);
       if (binary && n > 0)
         o.raw(static_cast<std::int32_t>(info.gmsh_type))
             .raw(static_cast<std::int32_t>(n))
@@ -221,17 +231,18 @@ std::string to_gmsh(const Mesh& mesh, const GmshWriteOptions& options) {
         if (b.facet != facet) continue;
         const auto rows = element_rows(b);
         const auto k = static_cast<std::size_t>(info.num_nodes);
-        for (std::size_t r = b.first; r < b.first + b.count; ++r) {
-          const Entity& e = entities[b.entity];
-          if (binary) {
-            o.raw(tag++).raw(static_cast<std::int32_t>(e.phys)).raw(static_cast<std::int32_t>(e.tag));
-            for (std::size_t j = 0; j < k; ++j) o.raw(static_cast<std::int32_t>(rows[r * k + j] + 1));
-          } else {
-            o.num(tag++).num(info.gmsh_type).num(2).num(e.phys).num(e.tag);
-            for (std::size_t j = 0; j < k; ++j) o.num(rows[r * k + j] + 1);
-            o.eol();
+        const Entity& e = entities[b.entity];
+        for (int phys : groups_of(e))
+          for (std::size_t r = b.first; r < b.first + b.count; ++r) {
+            if (binary) {
+              o.raw(tag++).raw(static_cast<std::int32_t>(phys)).raw(static_cast<std::int32_t>(e.tag));
+              for (std::size_t j = 0; j < k; ++j) o.raw(static_cast<std::int32_t>(rows[r * k + j] + 1));
+            } else {
+              o.num(tag++).num(info.gmsh_type).num(2).num(phys).num(e.tag);
+              for (std::size_t j = 0; j < k; ++j) o.num(rows[r * k + j] + 1);
+              o.eol();
+            }
           }
-        }
       }
     }
     if (binary) o.text("\n");

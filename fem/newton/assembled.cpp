@@ -2,8 +2,12 @@
 // (Assembler::residual_into, jacobian_into and the fused residual_and_jacobian_into).
 #include "fem/newton/assembled.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <vector>
+
+#include "fem/assembly/system.hpp"
 
 namespace fem::newton {
 
@@ -14,6 +18,7 @@ Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, 
   FEM_EXPECTS(form.integrand != nullptr, "assembled_problem '{}': a nonlinear form needs an integrand", name);
   FEM_EXPECTS(assembler->space().components() == 1,
               "assembled_problem '{}': nonlinear forms need a scalar space", name);
+  assembly::require_space(bc, assembler->space(), fmt::format("assembled_problem '{}'", name));
   auto shared_form = std::make_shared<const assembly::NonlinearForm>(std::move(form));
   auto homogeneous = std::make_shared<const assembly::DirichletValues>(bc.homogeneous());
   // Each process assembles its own cells' part of F: summed into every copy of a shared DOF

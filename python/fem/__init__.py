@@ -28,6 +28,7 @@ from ._fem import (  # noqa: F401  (the public API)
     InvalidArgument,
     InvalidKey,
     KeyError,
+    LockingWarning,
     Mesh,
     NotCompiled,
     NumericalError,
@@ -49,7 +50,7 @@ from ._fem import (  # noqa: F401  (the public API)
 
 __all__ = [
     "Assembler", "CsrMatrix", "CsrPattern", "Diffusion", "DirichletBC", "Elasticity", "Error",
-    "Factorization", "FunctionSpace", "InvalidArgument", "InvalidKey", "KeyError", "Mass", "Mesh",
+    "Factorization", "FunctionSpace", "InvalidArgument", "InvalidKey", "KeyError", "LockingWarning", "Mass", "Mesh",
     "Neumann", "NotCompiled", "NumericalError", "ParseError", "Source", "Store", "TypeError",
     "backends", "check_mesh", "factor_key", "factorization", "factorize", "generate_mesh", "newton_solve",
     "read_mesh", "solve", "solve_transpose", "store",
@@ -108,6 +109,13 @@ class Assembler(_Assembler):
         if isinstance(form, Elasticity):
             return self.elasticity(form.E, form.nu, plane=form.plane, out=out)
         raise InvalidArgument(f"not a bilinear form of the library: {form!r} (Diffusion, Mass, Elasticity)")
+
+    def locking(self, form):
+        """The volumetric-locking indicator of an Elasticity form on this space (a dict: lambda_over_mu,
+        h_over_L, indicator, locks, warning); matrix() warns with fem.LockingWarning when it locks."""
+        if not isinstance(form, Elasticity):
+            raise InvalidArgument(f"locking: an Elasticity form, not {form!r}")
+        return self.elasticity_locking(form.E, form.nu, plane=form.plane)
 
     def vector(self, form, out=None):
         """A new vector of the form, or the form added to `out`."""

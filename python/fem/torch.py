@@ -9,7 +9,9 @@ factorization object*, held by the autograd graph (not looked up by key: a newer
 the key, an erase or an eviction cannot change it), and returns ∂L/∂values = −g[row]·x[col] on
 the pattern and ∂L/∂b = g. No second factorization, of A or of Aᵀ. The graph lets the
 factorization go once the backward pass has used it, so that the next forward pass refactorizes
-it in place; a second backward through a retained graph factorizes the saved values again.
+it in place; a second backward through a retained graph factorizes the saved values again, on
+its own (fem.factorize(..., publish=False)): a backward pass never writes the store, so a newer
+matrix that the user put under the solve's key stays there.
 
 Gradients through assembly: `assemble(assembler, fem.Diffusion(), k)` gives the matrix values
 for a per-cell coefficient k (a tensor), with the backward pass through the cached element→slot
@@ -40,7 +42,7 @@ class SparseSolve(torch.autograd.Function):
         F = fem.factorize(pattern, _numpy(values), key=key, backend=backend)
         x = torch.from_numpy(F.solve(_numpy(b)))
         ctx.factorization = F  # the very object the backward pass solves with
-        ctx.pattern, ctx.key, ctx.backend = pattern, key, backend
+        ctx.pattern, ctx.backend = pattern, F.backend  # what a second backward factorizes with
         ctx.save_for_backward(values, x)
         return x
 
@@ -49,8 +51,10 @@ class SparseSolve(torch.autograd.Function):
     def backward(ctx, grad_x):
         values, x = ctx.saved_tensors
         F = ctx.factorization
-        if F is None:  # a second backward through a retained graph: factorize the saved values again
-            F = fem.factorize(ctx.pattern, _numpy(values), key=ctx.key, backend=ctx.backend)
+        if F is None:
+            # A second backward through a retained graph: the saved values factorized again, privately.
+            # Published under the solve's key, they would replace whatever the user has put there since.
+            F = fem.factorize(ctx.pattern, _numpy(values), backend=ctx.backend, publish=False)
         # Released once used: in a loop, the next forward then refactorizes it in place (fem.factorize)
         # instead of allocating new factors while this graph is still referenced.
         ctx.factorization = None
@@ -97,7 +101,9 @@ def assemble(assembler, form, coefficient):
 def dirichlet(values, b, pattern, bc):
     """(values', b') with the conditions of `bc` (a fem.DirichletBC) imposed as
     fem.DirichletBC.apply does (constrained rows and columns zeroed but the diagonal, b lifted),
-    written with torch operations so that gradients flow to values and b."""
+    written with torch operations so that gradients flow to values and b. `pattern` must be the
+    pattern of the conditions' space (InvalidArgument naming both spaces otherwise)."""
+    bc.check_pattern(pattern, "fem.torch.dirichlet: pattern")
     n = pattern.shape[0]
     rows = torch.from_numpy(pattern.row_of_nonzeros()).long()
     cols = torch.from_numpy(np.array(pattern.indices, dtype=np.int64))

@@ -105,10 +105,16 @@ Coefficient coefficient(const FunctionSpace& V, py::handle c, const char* what,
     std::optional<double> otherwise;
     for (auto [tag, value] : c.cast<py::dict>()) {
       const std::string of = fmt::format("{} {{{}: ...}}", what, std::string(py::repr(tag)));
-      if (is_all(tag))
+      if (is_all(tag)) {
         otherwise = real_number(value, of);
-      else
-        values[resolve_tag(V.mesh(), tag, V.mesh().tdim(), what)] = real_number(value, of);
+        continue;
+      }
+      // A name and its number are one tag: two values for it are refused, as two for one cell.
+      const int t = resolve_tag(V.mesh(), tag, V.mesh().tdim(), what);
+      const double v = real_number(value, of);
+      const auto [it, added] = values.emplace(t, v);
+      FEM_EXPECTS(added || it->second == v, "{}: tag {} is given two values, {} and {}", what, t, it->second,
+                  v);
     }
     return Coefficient::per_tag(std::move(values), otherwise, what);
   }
@@ -175,9 +181,26 @@ struct DirichletBC {
   }
 };
 
+/// fem.LockingWarning (a UserWarning): degree-1 elasticity of a nearly incompressible material.
+PyObject* locking_warning = nullptr;
+
+assembly::Elasticity elasticity_form(const Assembler& a, py::handle E, py::handle nu,
+                                     const std::string& plane, const std::shared_ptr<CallbackError>& error) {
+  FEM_EXPECTS(plane == "strain" || plane == "stress", "plane: 'strain' or 'stress', not '{}'", plane);
+  return {coefficient(a.space(), E, "Young's modulus", error),
+          nu.is_none() ? Coefficient(0.3) : coefficient(a.space(), nu, "Poisson's ratio", error),
+          plane == "stress" ? assembly::Elasticity::Plane::stress : assembly::Elasticity::Plane::strain};
+}
+
 }  // namespace
 
 void bind_assembly(py::module_& m) {
+  locking_warning = PyErr_NewExceptionWithDoc("fem.LockingWarning",
+                                              "Degree-1 elasticity of a nearly incompressible material: the "
+                                              "displacement locks (fem::assembly::locking).",
+                                              PyExc_UserWarning, nullptr);
+  if (!locking_warning) throw py::error_already_set();
+  m.add_object("LockingWarning", py::handle(locking_warning));
   py::class_<FunctionSpace>(m, "FunctionSpace", "A Lagrange space (P1/P2, Q1/Q2) on a stored mesh.")
       .def(py::init([](const std::string& mesh_key, int degree, int components) {
              return without_gil([&] { return FunctionSpace(mesh_key, degree, components); });
@@ -242,19 +265,36 @@ void bind_assembly(py::module_& m) {
       .def(
           "elasticity",
           [](const Assembler& a, py::handle E, py::handle nu, const std::string& plane, py::object out) {
-            FEM_EXPECTS(plane == "strain" || plane == "stress", "plane: 'strain' or 'stress', not '{}'",
-                        plane);
             auto error = std::make_shared<CallbackError>();
-            assembly::Elasticity form{
-                coefficient(a.space(), E, "Young's modulus", error),
-                nu.is_none() ? Coefficient(0.3) : coefficient(a.space(), nu, "Poisson's ratio", error),
-                plane == "stress" ? assembly::Elasticity::Plane::stress
-                                  : assembly::Elasticity::Plane::strain};
-            return matrix(a, form, out, error, "elasticity matrix");
+            const assembly::Elasticity form = elasticity_form(a, E, nu, plane, error);
+            py::object result = matrix(a, form, out, error, "elasticity matrix");
+            // A locked displacement is no answer: said through Python's warnings (fem.LockingWarning).
+            const auto locking = without_gil(error, [&] { return assembly::locking(a.space(), form); });
+            if (locking.locks && PyErr_WarnEx(locking_warning, locking.warning().c_str(), 1) < 0)
+              throw py::error_already_set();
+            return result;
           },
           py::arg("E") = py::none(), py::arg("nu") = py::none(), py::arg("plane") = "strain",
           py::arg("out") = py::none(),
-          "Linear elasticity ∫ σ(u):ε(v) from Young's modulus E and Poisson's ratio nu.")
+          "Linear elasticity ∫ σ(u):ε(v) from Young's modulus E and Poisson's ratio nu; a degree-1 space "
+          "with a nearly incompressible material warns (fem.LockingWarning).")
+      .def(
+          "elasticity_locking",
+          [](const Assembler& a, py::handle E, py::handle nu, const std::string& plane) {
+            auto error = std::make_shared<CallbackError>();
+            const assembly::Elasticity form = elasticity_form(a, E, nu, plane, error);
+            const auto l = without_gil(error, [&] { return assembly::locking(a.space(), form); });
+            py::dict d;
+            d["lambda_over_mu"] = l.lambda_over_mu;
+            d["h_over_L"] = l.h_over_L;
+            d["indicator"] = l.indicator;
+            d["locks"] = l.locks;
+            d["warning"] = l.warning();
+            return d;
+          },
+          py::arg("E") = py::none(), py::arg("nu") = py::none(), py::arg("plane") = "strain",
+          "The volumetric-locking indicator of this elasticity form on the space (fem::assembly::locking): "
+          "lambda_over_mu, h_over_L, indicator = (lambda/mu)(h/L)^2, locks, warning.")
       .def(
           "source",
           [](const Assembler& a, py::object f, py::object out) {
@@ -294,15 +334,10 @@ void bind_assembly(py::module_& m) {
             auto error = std::make_shared<CallbackError>();
             const Mesh& mesh = a.space().mesh();
             const int nc = a.space().components();
-            std::vector<int> tags;
-            if (is_all(where)) {
-              for (int t : mesh.facet_tags())
-                if (std::find(tags.begin(), tags.end(), t) == tags.end()) tags.push_back(t);
-              FEM_EXPECTS(!tags.empty(), "neumann 'all': mesh '{}' has no tagged facets", mesh.source());
-            } else {
-              tags = facet_tags(mesh, where, "neumann");
-            }
-            assembly::Neumann form{tags, {}};
+            assembly::Neumann form{is_all(where)
+                                       ? assembly::FacetSet::all()
+                                       : assembly::FacetSet::tagged(facet_tags(mesh, where, "neumann")),
+                                   {}};
             if (PyCallable_Check(g.ptr())) {
               form.g = vector_function(g, mesh.gdim(), nc, error);
             } else {
@@ -315,7 +350,8 @@ void bind_assembly(py::module_& m) {
                 a, [&](std::span<double> b) { a.vector_into(form, b); }, out, error, "Neumann vector");
           },
           py::arg("where"), py::arg("g"), py::arg("out") = py::none(),
-          "∫_Γ g·v over the facets tagged `where` (a tag, a name, a list of them, or 'all').")
+          "∫_Γ g·v over the boundary facets `where` (a tag, a name, a list of them, or 'all': the whole "
+          "boundary, tagged or not), each facet once.")
       .def(
           "diffusion_cell_gradient",
           [](const Assembler& a, const DoubleArray& w) {
@@ -356,7 +392,19 @@ void bind_assembly(py::module_& m) {
            py::arg("space"), py::arg("conditions"), py::arg("component") = -1,
            "conditions: {where: value}, where a facet tag, a name, a list of them or 'all' (the whole "
            "boundary), "
-           "value a number, a function of x or None (zero). Later conditions win where they overlap.")
+           "value a number, a function of x or None (zero). A condition on a tag wins over one on 'all', "
+           "whatever the order; two tags that share a node must give it the same value (InvalidArgument "
+           "naming both otherwise).")
+      .def_property_readonly(
+          "space", [](const DirichletBC& bc) { return bc.V; },
+          "The space the conditions were made on (they apply to its matrices only).")
+      .def(
+          "check_pattern",
+          [](const DirichletBC& bc, const CsrPattern& pattern, const std::string& what) {
+            without_gil([&] { assembly::require_pattern_of(pattern, bc.V, what); });
+          },
+          py::arg("pattern"), py::arg("what") = "DirichletBC: the pattern",
+          "InvalidArgument, naming both spaces, unless `pattern` is the pattern of the conditions' space.")
       .def_property_readonly(
           "dofs", [](const DirichletBC& bc) { return to_numpy(std::vector<index_t>(bc.values.dofs)); })
       .def_property_readonly(
@@ -365,6 +413,8 @@ void bind_assembly(py::module_& m) {
           "apply",
           [](const DirichletBC& bc, const CsrMatrix& A, py::object b) {
             bc.check_size(static_cast<std::size_t>(A.rows()), "apply");
+            // A count of DOFs is no identity: the library checks that A is a matrix of the space.
+            without_gil([&] { assembly::require_pattern_of(A.pattern(), bc.V, "DirichletBC.apply: A"); });
             std::vector<double> values(A.values().begin(), A.values().end());
             std::vector<double> rhs(static_cast<std::size_t>(A.rows()), 0.0);
             if (!b.is_none()) {

@@ -98,7 +98,9 @@ void bind_mesh(py::module_& m) {
             return readonly_view(mesh->cells().data(), {mesh->num_cells(), mesh->nodes_per_cell()}, mesh);
           })
       .def_property_readonly(
-          "cell_tags", [](std::shared_ptr<Mesh> mesh) { return readonly_view(mesh->cell_tags(), mesh); })
+          "cell_tags", [](std::shared_ptr<Mesh> mesh) { return readonly_view(mesh->cell_tags(), mesh); },
+          "The tag of each cell: its physical group, or for a cell in several groups a negative tag that "
+          "stands for the set (Mesh.groups).")
       .def_property_readonly(
           "facets",
           [](std::shared_ptr<Mesh> mesh) {
@@ -106,6 +108,14 @@ void bind_mesh(py::module_& m) {
           })
       .def_property_readonly(
           "facet_tags", [](std::shared_ptr<Mesh> mesh) { return readonly_view(mesh->facet_tags(), mesh); })
+      .def(
+          "groups", [](const Mesh& mesh, int dim, int tag) { return mesh.groups(dim, tag); }, py::arg("dim"),
+          py::arg("tag"),
+          "The physical groups of an entity of dimension `dim` whose tag (cell_tags, facet_tags) is `tag`: "
+          "[tag], or the members of its set when it is in several.")
+      .def(
+          "tags", [](const Mesh& mesh, int dim) { return mesh.tags(dim); }, py::arg("dim"),
+          "The physical groups the cells (dim = tdim) or facets (dim = tdim - 1) are in, sorted.")
       .def_property_readonly(
           "names",
           [](const Mesh& mesh) {

@@ -177,13 +177,19 @@ and release the GIL.)")
   m.def(
       "factorize",
       [](std::shared_ptr<CsrPattern> pattern, const DoubleArray& values, std::optional<std::string> key,
-         const std::string& backend, const std::string& ordering) {
+         const std::string& backend, const std::string& ordering,
+         bool publish) -> std::shared_ptr<Factorization> {
         const solve::Options o = options(backend, ordering, 0, 1e-6);
         FEM_EXPECTS(static_cast<std::size_t>(values.size()) == pattern->nnz(),
                     "factorize: {} values, the pattern has {}", values.size(), pattern->nnz());
+        FEM_EXPECTS(publish || !key, "factorize: key '{}' given with publish=False (nothing is published)",
+                    key.value_or(""));
         const std::string k = key.value_or(fmt::format("fem.factorize/{:016x}", pattern->fingerprint()));
         auto matrix = std::make_shared<const CsrMatrix>(
             pattern, std::vector<double>(values.data(), values.data() + values.size()));
+        if (!publish)  // a factorization of its own: the store is neither read nor written
+          return held(without_gil(
+              [&] { return std::shared_ptr<const Factorization>(solve::factorize(*matrix, o)); }));
         return held(without_gil([&] {
           // Another thread publishing under the same key between the put and the factorization
           // would hand this caller its matrix's factorization: the two steps are one per key.
@@ -196,12 +202,13 @@ and release the GIL.)")
         }));
       },
       py::arg("pattern"), py::arg("values"), py::arg("key") = py::none(), py::arg("backend") = "auto",
-      py::arg("ordering") = "auto",
+      py::arg("ordering") = "auto", py::arg("publish") = true,
       R"(The factorization of the matrix (pattern, values), made through the store: the values are published under
 `key` (by default one key per pattern) and factorized there, so the pattern's symbolic analysis is reused and only
 the numeric factorization is new. The previous values' factorization under that key is refactorized in place
 (no allocation) when no handle holds it any more. The key holds the values given even when their factorization
-fails (NumericalError): it is fem.factorize's own.)");
+fails (NumericalError): it is fem.factorize's own. publish=False: a private factorization, analysis included,
+that leaves the store as it was (no key, no cache, no counters).)");
   m.def(
       "factor_key",
       [](const std::string& key, const std::string& backend, const std::string& ordering) {

@@ -219,7 +219,7 @@ def test_mesh_names_per_tag_coefficient_and_neumann(source_dir):
     assert "hole" in mesh.names and fem.check_mesh("plate")["ok"]
     V = fem.FunctionSpace("plate", 1)
     a = fem.Assembler(V)
-    tags = sorted(set(mesh.cell_tags.tolist()))
+    tags = mesh.tags(mesh.tdim)
     A1 = a.matrix(fem.Diffusion({t: 2.0 for t in tags}))
     A2 = a.matrix(fem.Diffusion(2.0))
     assert np.allclose(A1.data, A2.data)
@@ -354,6 +354,46 @@ def test_conditions_of_another_space_are_refused():
                  lambda: fem.newton_solve(fem.Assembler(V), "bratu", bc=bc2)):
         with pytest.raises(fem.InvalidArgument, match="P2"):
             call()
+
+
+def test_conditions_belong_to_their_space_not_to_a_count():
+    # P2 on 2 x 2 squares and P1 on 4 x 4 squares: 25 DOFs each, two different spaces.
+    fem.generate_mesh("gen:square-tri3:2", "id/coarse")
+    fem.generate_mesh("gen:square-tri3:4", "id/fine")
+    P2, P1 = fem.FunctionSpace("id/coarse", 2), fem.FunctionSpace("id/fine", 1)
+    assert P2.num_dofs == P1.num_dofs
+    bc = fem.DirichletBC(P2, {"all": 1.0})
+    a = fem.Assembler(P1)
+    A, b = a.matrix(fem.Diffusion()), a.vector(fem.Source(1.0))
+    for call in (lambda: bc.apply(A, b), lambda: bc.apply(A), lambda: fem.newton_solve(a, "bratu", bc=bc)):
+        with pytest.raises(fem.InvalidArgument) as e:
+            call()
+        assert "P2 of mesh 'id/coarse'" in str(e.value) and "P1 of mesh 'id/fine'" in str(e.value), str(e.value)
+    assert bc.space.num_dofs == P2.num_dofs
+    fem.DirichletBC(P1, {"all": 1.0}).apply(A, b)  # its own space: fine
+    # A newer version of the mesh under the same key is another mesh: conditions made on the old
+    # one are refused on the new one's matrix, though every count and the structure agree.
+    old, v_old = fem.DirichletBC(P1, {"all": 1.0}), fem.store.version("id/fine")
+    fem.generate_mesh("gen:square-tri3:4", "id/fine")
+    newer = fem.Assembler(fem.FunctionSpace("id/fine", 1)).matrix(fem.Diffusion())
+    with pytest.raises(fem.InvalidArgument, match=rf"version {fem.store.version('id/fine')},.*version {v_old},"):
+        old.apply(newer)
+
+
+def test_p1_elasticity_near_incompressibility_warns_of_locking():
+    fem.generate_mesh("gen:square-tri3:8", "lock")
+    for degree, nu, plane, warned in ((1, 0.4999999, "strain", True), (2, 0.4999999, "strain", False),
+                                      (1, 0.3, "strain", False), (1, 0.4999999, "stress", False)):
+        a = fem.Assembler(fem.FunctionSpace("lock", degree, components=2))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            a.matrix(fem.Elasticity(E=1.0, nu=nu, plane=plane))
+        locking = [w for w in caught if issubclass(w.category, fem.LockingWarning)]
+        assert bool(locking) == warned, (degree, nu, plane, [str(w.message) for w in caught])
+        if warned:
+            assert "degree-2" in str(locking[0].message)
+        info = a.locking(fem.Elasticity(nu=nu, plane=plane))
+        assert info["locks"] == warned and info["indicator"] > 0
 
 
 def test_factorize_from_threads_returns_each_its_own_matrix():
@@ -499,3 +539,33 @@ def test_wrong_inputs_raise_the_family_in_words():
         fem.DirichletBC(V, {"all": [1.0, 2.0]})
     assert np.allclose(a.vector(fem.Source(np.float32(2.0))), a.vector(fem.Source(2)))
     assert np.allclose(a.matrix(fem.Diffusion({"all": np.int64(3)})).data, a.matrix(fem.Diffusion(3.0)).data)
+
+
+def test_groups_are_sets_all_is_the_whole_boundary_and_tags_must_agree(source_dir):
+    """docs/semantics.md from Python, on meshes/groups.geo (cells and facets in two groups, an
+    interior interface, an untagged side)."""
+    for name in ("groups_v22.msh", "groups_v41.msh"):
+        mesh = fem.read_mesh(os.path.join(source_dir, "meshes", name), "groups")
+        assert mesh.num_cells == 168 and mesh.tags(2) == [10, 11, 12]
+        assert all(12 in mesh.groups(2, int(t)) for t in mesh.cell_tags)
+        V = fem.FunctionSpace("groups", 1)
+        a = fem.Assembler(V)
+        assert abs(a.matrix(fem.Mass()).data.sum() - 1.0) < 1e-12  # the area, each cell once
+        # `all`: the perimeter, the untagged side in, the interface out, each facet once.
+        assert abs(a.vector(fem.Neumann("all", 1.0)).sum() - 4.0) < 1e-12
+        with pytest.raises(fem.InvalidArgument, match="interior"):
+            a.vector(fem.Neumann("interface", 1.0))
+        # A value per group: 'plate' is every cell; 'soft' and 'plate' must agree; 7 is no group.
+        assert np.allclose(a.matrix(fem.Diffusion({"plate": 2.0})).data, a.matrix(fem.Diffusion(2.0)).data)
+        with pytest.raises(fem.InvalidArgument, match="plate"):
+            a.matrix(fem.Diffusion({"soft": 1.0, "plate": 2.0}))
+        with pytest.raises(fem.InvalidArgument, match="7"):
+            a.matrix(fem.Diffusion({7: 5.0}))
+        with pytest.raises(fem.InvalidArgument, match="two values"):
+            a.matrix(fem.Diffusion({"soft": 1.0, 10: 2.0}))
+        # Dirichlet: a tag wins over 'all' whatever the order; two tags that meet must agree.
+        first = fem.DirichletBC(V, {"left": 1.0, "all": 0.0})
+        second = fem.DirichletBC(V, {"all": 0.0, "left": 1.0})
+        assert np.array_equal(first.values, second.values) and first.values.max() == 1.0
+        with pytest.raises(fem.InvalidArgument, match="bottom"):
+            fem.DirichletBC(V, {"left": 1.0, "bottom": 0.0})

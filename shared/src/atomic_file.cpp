@@ -341,6 +341,72 @@ void write_file_atomically(const std::filesystem::path& target, std::string_view
   f.commit();
 }
 
+StagedFiles::StagedFiles(const std::filesystem::path& folder, std::string_view name)
+    : folder_(folder.empty() ? std::filesystem::path(".") : folder) {
+  check_writable(folder_ / std::string(name));
+  int error = 0;
+  for (int attempt = 0; attempt < kNameAttempts; ++attempt) {
+    const auto candidate = folder_ / fmt::format(".{}.{}.{:016x}.tmp", name, ::getpid(), name_token());
+    if (::mkdir(candidate.c_str(), 0700) == 0) {
+      staging_ = candidate;
+      return;
+    }
+    error = errno;
+    if (error != EEXIST && error != EINTR) break;
+  }
+  throw Error(fmt::format("cannot write {}: {}", quoted(folder_ / std::string(name)), std::strerror(error)));
+}
+
+StagedFiles::~StagedFiles() {
+  std::error_code ec;
+  if (!done_) std::filesystem::remove_all(staging_, ec);
+}
+
+void StagedFiles::commit(AtomicFile* last) {
+  FEM_EXPECTS(!done_, "StagedFiles {}: committed twice", quoted(staging_));
+  done_ = true;
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(staging_, ec)) {
+    std::string n = e.path().filename().string();
+    if (n.front() != '.') names.push_back(std::move(n));
+  }
+  std::sort(names.begin(), names.end());
+  // Replaced files wait in the private folder until the whole output is in place.
+  const std::filesystem::path replaced = staging_ / ".replaced";
+  struct Move {
+    std::string name;
+    bool replaced;
+  };
+  std::vector<Move> moves;
+  try {
+    if (ec) throw Error(fmt::format("cannot read {}: {}", quoted(staging_), ec.message()));
+    std::filesystem::create_directory(replaced);
+    for (const auto& n : names) {
+      const auto target = folder_ / n;
+      const auto status = std::filesystem::symlink_status(target);
+      if (std::filesystem::is_directory(status))  // never replaced (nor removed with the replaced files)
+        throw Error(fmt::format("cannot write {}: it is a folder (the previous files are left as they were)",
+                                quoted(target)));
+      const bool exists = std::filesystem::exists(status);
+      if (exists) std::filesystem::rename(target, replaced / n);
+      moves.push_back({n, exists});
+      std::filesystem::rename(staging_ / n, target);
+    }
+    if (last) last->commit();
+  } catch (const std::exception& e) {
+    for (auto m = moves.rbegin(); m != moves.rend(); ++m) {  // back as it was, best effort
+      std::filesystem::rename(folder_ / m->name, staging_ / m->name, ec);
+      if (m->replaced) std::filesystem::rename(replaced / m->name, folder_ / m->name, ec);
+    }
+    std::filesystem::remove_all(staging_, ec);
+    if (dynamic_cast<const Error*>(&e)) throw;
+    throw Error(fmt::format("cannot write into {}: {} (the previous files are left as they were)",
+                            quoted(folder_), e.what()));
+  }
+  std::filesystem::remove_all(staging_, ec);
+}
+
 void check_writable(const std::filesystem::path& target) {
   const Destination d = resolve(target);
   if (d.descriptor >= 0) return require_writable_descriptor(d.descriptor, target);

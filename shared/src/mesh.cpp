@@ -83,6 +83,42 @@ Mesh::Mesh(Data data) : d_(std::move(data)), info_(&fem::cell_info(d_.cell_type)
   if (d_.facet_tags.empty()) d_.facet_tags.assign(d_.facets.size() / npf, 0);
   FEM_EXPECTS(d_.facet_tags.size() == d_.facets.size() / npf, "{}: {} facet tags for {} facets", w,
               d_.facet_tags.size(), d_.facets.size() / npf);
+
+  // Sets of groups: negative tags of the cells' or facets' dimension, each named once, of at least
+  // two positive members; every negative tag a cell or facet carries is one of them.
+  for (std::size_t i = 0; i < d_.tag_sets.size(); ++i) {
+    const TagSet& s = d_.tag_sets[i];
+    FEM_EXPECTS(s.dim == tdim() || s.dim == tdim() - 1,
+                "{}: a set of groups of dimension {} (the cells' is {}, the facets' {})", w, s.dim, tdim(),
+                tdim() - 1);
+    FEM_EXPECTS(s.tag < 0, "{}: the set of groups {} has tag {}, not a negative one", w, i, s.tag);
+    FEM_EXPECTS(s.members.size() >= 2 && std::is_sorted(s.members.begin(), s.members.end()) &&
+                    std::adjacent_find(s.members.begin(), s.members.end()) == s.members.end() &&
+                    s.members.front() > 0,
+                "{}: the set of groups with tag {} needs two or more distinct positive groups, sorted", w,
+                s.tag);
+    for (std::size_t j = 0; j < i; ++j)
+      FEM_EXPECTS(d_.tag_sets[j].dim != s.dim || d_.tag_sets[j].tag != s.tag,
+                  "{}: two sets of groups of dimension {} have tag {}", w, s.dim, s.tag);
+  }
+  const auto check_negative = [&](const std::vector<int>& tags, int dim, const char* what) {
+    for (std::size_t k = 0; k < tags.size(); ++k)
+      FEM_EXPECTS(tags[k] >= 0 || tag_set(dim, tags[k]),
+                  "{}: {} {} has tag {}; physical tags are positive (0: none)", w, what, k, tags[k]);
+  };
+  check_negative(d_.cell_tags, tdim(), "cell");
+  check_negative(d_.facet_tags, tdim() - 1, "boundary facet");
+}
+
+const TagSet* Mesh::tag_set(int dim, int tag) const noexcept {
+  for (const auto& s : d_.tag_sets)
+    if (s.dim == dim && s.tag == tag) return &s;
+  return nullptr;
+}
+
+std::vector<int> Mesh::groups(int dim, int entity_tag) const {
+  if (const TagSet* s = entity_tag < 0 ? tag_set(dim, entity_tag) : nullptr) return s->members;
+  return {entity_tag};
 }
 
 std::optional<int> Mesh::tag_of(std::string_view name, int dim) const {
@@ -107,11 +143,14 @@ std::string Mesh::describe_names(int dim) const {
 
 std::vector<int> Mesh::tags(int dim) const {
   std::set<int> tags;
-  if (dim == tdim())
-    tags.insert(d_.cell_tags.begin(), d_.cell_tags.end());
-  else if (dim == tdim() - 1)
-    tags.insert(d_.facet_tags.begin(), d_.facet_tags.end());
-  else
+  if (dim == tdim() || dim == tdim() - 1) {
+    const auto& carried = dim == tdim() ? d_.cell_tags : d_.facet_tags;
+    std::set<int> distinct;
+    for (std::size_t i = 0; i < carried.size(); ++i)  // tags come in runs: one set lookup per run
+      if (i == 0 || carried[i] != carried[i - 1]) distinct.insert(carried[i]);
+    for (int t : distinct)
+      for (int g : groups(dim, t)) tags.insert(g);
+  } else
     for (const auto& n : d_.names)
       if (n.dim == dim) tags.insert(n.tag);
   // A part of a distributed mesh lists its share of the boundary under a tag of no user's.
@@ -174,6 +213,7 @@ std::size_t Mesh::bytes() const noexcept {
                   (d_.cells.capacity() + d_.facets.capacity()) * sizeof(index_t) +
                   (d_.cell_tags.capacity() + d_.facet_tags.capacity()) * sizeof(int) + d_.source.capacity();
   for (const auto& n : d_.names) b += sizeof(n) + n.name.capacity();
+  for (const auto& t : d_.tag_sets) b += sizeof(t) + t.members.capacity() * sizeof(int);
   return b;
 }
 

@@ -184,6 +184,50 @@ TEST(FemElasticity, JsonHoldsTheContract) {
   fs::remove_all(dir);
 }
 
+// A locked answer is not an answer: degree 1 (P1, Q1) near ν = ½ is too stiff (here: the pulled
+// square's axial displacement off P2's by about 10% at every mesh size), and the text and the JSON
+// say so, pointing to --order 2; P2, ordinary materials and plane stress get no warning.
+TEST(FemElasticity, LockingIsWarnedForDegreeOneNearIncompressibility) {
+  const auto dir = temp_dir();
+  const auto run = [&](const std::string& mesh, const std::string& nu, int order,
+                       const std::string& extra = "") {
+    const std::string pull = mesh.find("cube") == std::string::npos ? "1,0" : "1,0,0";
+    return run_json("elasticity " + mesh + " --fixed left --traction right=" + pull + " --nu all=" + nu +
+                        " --order " + std::to_string(order) + extra,
+                    dir);
+  };
+  const auto warned = [](const nlohmann::json& j) {
+    return std::any_of(j["warnings"].begin(), j["warnings"].end(), [](const nlohmann::json& w) {
+      const std::string s = w.get<std::string>();
+      return s.find("locking") != std::string::npos && s.find("--order 2") != std::string::npos;
+    });
+  };
+  const auto axial = [](const nlohmann::json& j) { return number(j["solution"]["components"][0]["max"]); };
+  const std::string square = "gen:square-tri3:8";
+  const auto p1 = run(square, "0.4999999", 1), p2 = run(square, "0.4999999", 2);
+  const auto p1_ordinary = run(square, "0.3", 1), p2_ordinary = run(square, "0.3", 2);
+  ASSERT_FALSE(p1.is_null() || p2.is_null() || p1_ordinary.is_null() || p2_ordinary.is_null());
+  EXPECT_TRUE(warned(p1)) << p1["warnings"];
+  EXPECT_GT(number(p1["locking"]["indicator"]), 0.5);
+  EXPECT_TRUE(p2["warnings"].empty()) << p2["warnings"];
+  EXPECT_TRUE(p1_ordinary["warnings"].empty()) << p1_ordinary["warnings"];
+  // What the warning is about: P1 is far from P2 near ν = ½, close to it at ν = 0.3.
+  EXPECT_GT(std::abs(axial(p1) - axial(p2)), 0.05 * axial(p2));
+  EXPECT_LT(std::abs(axial(p1_ordinary) - axial(p2_ordinary)), 0.02 * axial(p2_ordinary));
+  // Q1 and 3D lock alike; plane stress does not (σzz = 0 lets the thickness change).
+  EXPECT_TRUE(warned(run("gen:square-quad4:8", "0.4999999", 1)));
+  EXPECT_TRUE(warned(run("gen:cube-tet4:3", "0.4999999", 1)));
+  const auto stress = run(square, "0.4999999", 1, " --plane stress");
+  ASSERT_FALSE(stress.is_null());
+  EXPECT_TRUE(stress["warnings"].empty()) << stress["warnings"];
+  // The text output says it too.
+  const CliResult text =
+      fem_run("elasticity " + square + " --fixed left --traction right=1,0 --nu all=0.4999999", dir);
+  EXPECT_EQ(text.status, 0) << text.err;
+  EXPECT_NE((text.out + text.err).find("warning     volumetric locking"), std::string::npos) << text.out;
+  fs::remove_all(dir);
+}
+
 // Derived outputs (|u|, von Mises, the error norms) are computed scaled: finite components never
 // give an infinite |u| (JSON null) or one rounded to 0. With E = 1e-300 the displacement is about
 // 1e300, with E = 1e300 about 1e-300; both are the E = 1 answer scaled by 1/E.

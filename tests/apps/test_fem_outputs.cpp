@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
@@ -26,6 +28,14 @@ bool no_temporary_files(const fs::path& dir) {
   for (const auto& e : fs::recursive_directory_iterator(dir))
     if (e.path().filename().string().find(".tmp") != std::string::npos) return false;
   return true;
+}
+
+// Every file and folder under `dir` (relative paths) with its bytes.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    out[fs::relative(e.path(), dir).string()] = e.is_regular_file() ? slurp(e.path()) : "(folder)";
+  return out;
 }
 
 TEST(FemOutput, FormatFollowsTheExtensionOrTheRunIsRefused) {
@@ -65,6 +75,30 @@ TEST(FemOutput, PathThroughARegularFileIsAOneLineError) {
     EXPECT_EQ(r.status, 1) << args << "\n" << r.err;  // an error, not an internal one (2)
   }
   EXPECT_EQ(slurp(plain), "not a folder");
+  fs::remove_all(dir);
+}
+
+// A time series is one output: a run that fails at some step leaves the previous series (its
+// .pvd and every frame) exactly as it was, and no frame, .pvd or temporary file of its own. The
+// source turns NaN from t = 0.05 on: the run fails at step 5, after frames 0..4.
+TEST(FemOutput, AFailedTimeSeriesLeavesThePreviousOneIntact) {
+  const auto dir = temp_dir();
+  const auto out = dir / "out";
+  const std::string h =
+      "heat gen:square-tri3:4 --dt 0.01 --every 1 --dirichlet all=0 --output '" + out.string() + "' ";
+  ASSERT_FALSE(run_json(h + "--steps 10 --initial 1", dir).is_null());
+  const auto before = snapshot(out);
+  ASSERT_EQ(fem::mesh::read_pvd(out / "heat.pvd").size(), 11u);
+  const auto r = fem_run(h + "--steps 10 --initial 2 --source 'sqrt(0.045 - t)'", dir);
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_EQ(snapshot(out), before);
+  // A run that succeeds replaces it: frames and .pvd together.
+  ASSERT_FALSE(run_json(h + "--initial 2 --steps 3", dir).is_null());
+  const auto steps = fem::mesh::read_pvd(out / "heat.pvd");
+  ASSERT_EQ(steps.size(), 4u);
+  const auto& u0 = fem::mesh::read_vtu(out / steps[0].file).point_array("u")->values;
+  EXPECT_EQ(*std::max_element(u0.begin(), u0.end()), 2.0);  // the new initial value
+  EXPECT_TRUE(no_temporary_files(dir));
   fs::remove_all(dir);
 }
 
@@ -122,18 +156,16 @@ void fill_the_disk(const fs::path& dir) {
   EXPECT_EQ(slurp(json), good_json);
   EXPECT_TRUE(no_temporary_files(disk.path));
 
-  // A time series that runs out of space midway: the .pvd names only complete frames.
+  // A time series that runs out of space midway: the previous series stays as it was, and
+  // nothing of the new one is left.
   fs::remove(u);
-  r = fem_run("heat gen:square-tri3:24 --dt 0.01 --steps 100 --every 1 --dirichlet all=1 --output '" +
-                  (disk.path / "h.pvd").string() + "'",
-              dir);
+  const std::string h = "heat --dt 0.01 --every 1 --dirichlet all=1 --output '" +
+                        (disk.path / "h.pvd").string() + "' gen:square-tri3:";
+  ASSERT_EQ(fem_run(h + "2 --steps 3", dir).status, 0);
+  const auto before = snapshot(disk.path);
+  r = fem_run(h + "24 --steps 100", dir);
   expect_one_line_naming(r, "No space left on device");
-  const auto steps = fem::mesh::read_pvd(disk.path / "h.pvd");
-  EXPECT_GT(steps.size(), 0u);
-  EXPECT_LT(steps.size(), 101u);
-  for (const auto& s : steps)
-    EXPECT_EQ(fem::mesh::read_vtu(disk.path / s.file).num_cells(), 2u * 24 * 24) << s.file;
-  EXPECT_TRUE(no_temporary_files(disk.path));
+  EXPECT_EQ(snapshot(disk.path), before);
 }
 
 TEST(FemOutput, FullDiskLeavesThePreviousResultIntact) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <limits>
 #include <numbers>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -236,6 +237,38 @@ TEST_F(CapiErrors, AFailedDirichletCallChangesNeitherEntry) {
   EXPECT_EQ(v, vb);
 }
 
+// Conditions belong to their space: a matrix of P1 on 4 x 4 squares has as many rows as P2 on
+// 2 x 2 squares (25), but conditions made on the P2 space are refused on it, naming both spaces,
+// and neither entry changes; so is the matrix of an older version of the mesh.
+TEST_F(CapiErrors, ConditionsOnAnotherSpaceOfTheSameSizeAreRefused) {
+  const fem_space P1 = square("capi/id/fine", 4), coarse = square("capi/id/coarse", 2);
+  const fem_space P2{coarse.mesh_key, 2, 1};
+  int64_t n1 = 0, n2 = 0;
+  ASSERT_EQ(fem_space_dofs(&P1, &n1), FEM_OK) << last();
+  ASSERT_EQ(fem_space_dofs(&P2, &n2), FEM_OK) << last();
+  ASSERT_EQ(n1, n2);
+  uint64_t vA = 0, vb = 0, v = 0;
+  ASSERT_EQ(fem_assemble_diffusion(&P1, nullptr, "capi/id/A", &vA), FEM_OK) << last();
+  fem_function one = constant(1.0);
+  ASSERT_EQ(fem_assemble_source(&P1, &one, "capi/id/b", 0, &vb), FEM_OK) << last();
+  EXPECT_EQ(fem_apply_dirichlet(&P2, nullptr, 0, nullptr, -1, "capi/id/A", "capi/id/b"),
+            FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("P2 of mesh 'capi/id/coarse'"), std::string::npos) << last();
+  EXPECT_NE(last().find("P1 of mesh 'capi/id/fine'"), std::string::npos) << last();
+  ASSERT_EQ(fem_version("capi/id/A", &v), FEM_OK);
+  EXPECT_EQ(v, vA);
+  ASSERT_EQ(fem_version("capi/id/b", &v), FEM_OK);
+  EXPECT_EQ(v, vb);
+  // The mesh published again (a new version, the same structure): the matrix of the old one is
+  // no matrix of the space on the new one.
+  square("capi/id/fine", 4);
+  EXPECT_EQ(fem_apply_dirichlet(&P1, nullptr, 0, nullptr, -1, "capi/id/A", "capi/id/b"),
+            FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("version"), std::string::npos) << last();
+  ASSERT_EQ(fem_assemble_diffusion(&P1, nullptr, "capi/id/A", nullptr), FEM_OK) << last();
+  EXPECT_EQ(fem_apply_dirichlet(&P1, nullptr, 0, nullptr, -1, "capi/id/A", "capi/id/b"), FEM_OK) << last();
+}
+
 // --- mesh ---------------------------------------------------------------------------------------
 
 TEST_F(CapiMesh, InfoTagsAndChecks) {
@@ -361,6 +394,32 @@ TEST_F(CapiAssembly, ElasticityMatchesTheCppKernel) {
             FEM_ERR_INVALID_ARGUMENT);
 }
 
+TEST_F(CapiAssembly, GroupsAreSetsAndAFluxIsABoundaryCondition) {
+  // meshes/groups.geo in MSH 2.2 (docs/semantics.md): each cell once, in two groups.
+  ASSERT_EQ(fem_mesh_read(FEM_MESHES_DIR "/groups_v22.msh", "capi/groups", nullptr), FEM_OK) << last();
+  const fem_space V{"capi/groups", 1, 1};
+  fem_function one = constant(1.0);
+  ASSERT_EQ(fem_assemble_neumann(&V, nullptr, 0, &one, "capi/groups/b", 0, nullptr), FEM_OK) << last();
+  const auto b = vector_of("capi/groups/b");
+  EXPECT_NEAR(std::accumulate(b.begin(), b.end(), 0.0), 4.0, 1e-12);  // the perimeter, once
+  const int32_t interface = 5;
+  EXPECT_EQ(fem_assemble_neumann(&V, &interface, 1, &one, "capi/groups/b", 0, nullptr),
+            FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("interior"), std::string::npos) << last();
+  // Values for 'soft' (10) and 'plate' (12, every cell) disagree; a tag of no cell is refused.
+  const int32_t tags[2] = {10, 12}, unknown = 7;
+  const double values[2] = {1.0, 2.0};
+  fem_coefficient k{};
+  k.kind = FEM_COEF_PER_TAG;
+  k.value = 1.0;
+  k.tags = tags, k.tag_values = values, k.ntags = 2;
+  EXPECT_EQ(fem_assemble_diffusion(&V, &k, "capi/groups/K", nullptr), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("'plate'"), std::string::npos) << last();
+  k.tags = &unknown, k.ntags = 1;
+  EXPECT_EQ(fem_assemble_diffusion(&V, &k, "capi/groups/K", nullptr), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("'hard'"), std::string::npos) << last();
+}
+
 TEST_F(CapiAssembly, SourceAndNeumannIntegrateTheirData) {
   const fem_space V = square("capi/rhs/mesh", 8);
   // Σ_i ∫ f φ_i = ∫ f (the basis sums to 1): ∫ x y = 1/4.
@@ -382,7 +441,9 @@ TEST_F(CapiAssembly, SourceAndNeumannIntegrateTheirData) {
   EXPECT_NEAR(sum(vector_of("capi/rhs/b")), 1.75, 1e-13);
   ASSERT_EQ(fem_assemble_neumann(&V, &left, 1, &hg, "capi/rhs/b", 0, nullptr), FEM_OK) << last();
   EXPECT_NEAR(sum(vector_of("capi/rhs/b")), 1.5, 1e-13);
-  EXPECT_EQ(fem_assemble_neumann(&V, nullptr, 0, &hg, "capi/rhs/b", 0, nullptr), FEM_ERR_INVALID_ARGUMENT);
+  // ntags = 0: the whole boundary, each facet once: 1 + 1.5 + 2 + 1.5 around the unit square.
+  ASSERT_EQ(fem_assemble_neumann(&V, nullptr, 0, &hg, "capi/rhs/b", 0, nullptr), FEM_OK) << last();
+  EXPECT_NEAR(sum(vector_of("capi/rhs/b")), 6.0, 1e-13);
   // Accumulating into a vector of another size is refused.
   const double three[3] = {1, 2, 3};
   const int64_t n3 = 3;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -86,11 +87,33 @@ TEST(Drivers, PoissonP1AndP2AreTheSerialSolution) {
   }
 }
 
-TEST(Drivers, OverlappingDirichletConditionsTakeTheLaterOneAsSerially) {
-  // left = 0 and top = 1 meet at the corner (0, 1): the later condition wins there, whichever
-  // rank holds which facet; the elasticity components likewise.
+TEST(Drivers, GroupsAreSetsAndAllIsTheWholeBoundaryOnEveryRank) {
+  // meshes/groups.geo (MSH 2.2: every cell written twice, once per group): materials by group, a
+  // flux on the whole boundary (the untagged side too, the interior interface not).
+  const std::string args = "poisson " + meshes +
+                           "/groups_v22.msh --dirichlet left=0 --neumann all=1 --coefficient soft=1 "
+                           "--coefficient hard=2 -q --output ";
+  const auto serial = scratch("g_serial.vtu");
+  ASSERT_EQ(fem(0, args + serial.string()).status, 0);
+  for (int ranks : {2, 3}) {
+    const auto dist = scratch(fmt_name("g", ranks));
+    const Outcome r = fem(ranks, args + dist.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_LE(difference(dist, serial, "u"), 1e-10) << ranks;
+  }
+  // A cell tag of no cell of the whole mesh, on parts that lack others: refused on every rank.
+  const Outcome k = fem(2, "poisson " + meshes + "/groups_v41.msh --dirichlet left=0 --coefficient 7=2 -q");
+  EXPECT_EQ(k.status, 1);
+  EXPECT_NE(k.output.find("7"), std::string::npos) << k.output;
+}
+
+TEST(Drivers, OverlappingDirichletConditionsFollowTheSerialRule) {
+  // `all` loses to the tags whatever the order, and left = 0, top = x meet at the corner (0, 1)
+  // where they agree, whichever rank holds which facet; the elasticity components likewise.
   const std::string args =
-      "poisson gen:square-tri3:24 --dirichlet left=0 --dirichlet top=1 --dirichlet bottom=x -q --output ";
+      "poisson gen:square-tri3:24 --dirichlet all=5 --dirichlet left=0 --dirichlet top=x --dirichlet "
+      "bottom=x "
+      "-q --output ";
   const auto serial = scratch("o_serial.vtu");
   ASSERT_EQ(fem(0, args + serial.string()).status, 0);
   for (int ranks : {2, 3}) {
@@ -100,13 +123,21 @@ TEST(Drivers, OverlappingDirichletConditionsTakeTheLaterOneAsSerially) {
     EXPECT_LE(difference(dist, serial, "u"), 1e-10) << ranks;
   }
   const std::string e =
-      "elasticity gen:square-quad4:12 --fixed left --dirichlet top=free,0.1 --dirichlet left=0.2,free -q "
+      "elasticity gen:square-quad4:12 --fixed left --dirichlet top=free,0.1*x --dirichlet right=0.2*y,free "
+      "-q "
       "--output ";
   const auto es = scratch("oe_serial.vtu"), ed = scratch("oe_dist.vtu");
   ASSERT_EQ(fem(0, e + es.string()).status, 0);
   const Outcome r = fem(3, e + ed.string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_LE(difference(ed, es, "displacement"), 1e-10);
+  // Two tags that disagree at the corner: refused on every rank count, naming both, exit 1.
+  for (int ranks : {0, 2}) {
+    const Outcome c = fem(ranks, "poisson gen:square-tri3:8 --dirichlet left=0 --dirichlet top=1 -q");
+    EXPECT_EQ(c.status, 1) << ranks;
+    EXPECT_NE(c.output.find("'left'"), std::string::npos) << c.output;
+    EXPECT_NE(c.output.find("'top'"), std::string::npos) << c.output;
+  }
 }
 
 TEST(Drivers, TagsAreCheckedAgainstTheWholeMesh) {
@@ -166,6 +197,43 @@ TEST(Drivers, HeatFactorizesOnceAndEndsWhereTheSerialRunEnds) {
     diff = std::max(diff, std::abs(it->second - dist.point_array("u")->values[i]));
   }
   EXPECT_LE(diff, 1e-10);
+}
+
+// Every file and folder under `dir` with its bytes.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    std::string bytes = "(folder)";
+    if (e.is_regular_file()) {
+      std::ifstream in(e.path(), std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    out[fs::relative(e.path(), dir).string()] = bytes;
+  }
+  return out;
+}
+
+// A time series is one output under mpirun too: a run that fails at step 5 (its source turns NaN
+// at t = 0.05) leaves the previous series (the .pvd, every .pvtu and every rank's piece) as it
+// was, and nothing of its own; a run that succeeds replaces it.
+TEST(Drivers, AFailedDistributedSeriesLeavesThePreviousOneIntact) {
+  const auto dir = scratch("heat_series");
+  fs::remove_all(dir);
+  const std::string h = "heat " + meshes +
+                        "/plate_hole_v41.msh --dt 0.01 --steps 8 --every 1 --dirichlet hole=1 -q --output " +
+                        dir.string() + " ";
+  ASSERT_EQ(fem(2, h + "--initial 0").status, 0);
+  const auto before = snapshot(dir);
+  ASSERT_EQ(fem::mesh::read_pvd(dir / "heat.pvd").size(), 9u);
+  ASSERT_TRUE(before.count("heat_000008_p1.vtu"));
+  const Outcome r = fem(2, h + "--initial 1 --source 'sqrt(0.045 - t)'");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_EQ(snapshot(dir), before);
+  ASSERT_EQ(fem(2, h + "--initial 1").status, 0);
+  const auto after = snapshot(dir);
+  EXPECT_EQ(after.size(), before.size());
+  EXPECT_NE(after.at("heat_000000_p0.vtu"), before.at("heat_000000_p0.vtu"));
+  fs::remove_all(dir);
 }
 
 TEST(Drivers, BratuTakesTheSerialNewtonIterations) {

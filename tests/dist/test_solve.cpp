@@ -124,10 +124,11 @@ TEST(Solve, SingularSystemIsRefusedOnEveryRank) {
 namespace fem::test {
 namespace {
 
-TEST(Solve, OverlappingDirichletConditionsAgreeWithTheSerialRule) {
+TEST(Solve, OverlappingDirichletConditionsFollowTheSerialRule) {
   // Boundary facets tagged 1, 2, 1, 2, ... in turn: every boundary node joins a facet of each
   // tag, so wherever a partition interface reaches the boundary, two ranks hold different
-  // conditions at one node. The later condition wins there, as serially (not an average).
+  // conditions at one node. The rule is the serial one: a tag wins over `all` whatever the
+  // order, two tags must agree where they meet, and a disagreement is refused on every rank.
   std::shared_ptr<const Mesh> whole;
   if (dist::rank(comm) == 0) {
     Mesh::Data d = mesh::generate("gen:square-tri3:20").data();
@@ -142,7 +143,8 @@ TEST(Solve, OverlappingDirichletConditionsAgreeWithTheSerialRule) {
   Store store;
   dist::distribute(comm, whole, "mesh/t", store);
   const std::vector<assembly::Dirichlet> conditions{
-      {assembly::FacetSet::tagged({1}), [](const double*) { return 0.0; }, -1},
+      {assembly::FacetSet::tagged({1}), [](const double* x) { return 1 + x[0]; }, -1},
+      {assembly::FacetSet::all(), [](const double*) { return 7.0; }, -1},
       {assembly::FacetSet::tagged({2}), [](const double* x) { return 1 + x[0]; }, -1}};
   for (int degree : {1, 2}) {
     const assembly::FunctionSpace V("mesh/t", degree, 1, store);
@@ -158,12 +160,27 @@ TEST(Solve, OverlappingDirichletConditionsAgreeWithTheSerialRule) {
       std::vector<double> w(W.num_dofs(), -1.0);
       assembly::set_dirichlet(assembly::dirichlet_values(W, conditions), w);
       difference = relative_difference(got, by_key(W, w));
+      const auto bc = assembly::dirichlet_values(W, conditions);
+      for (std::size_t k = 0; k < bc.dofs.size(); ++k)  // `all` lost everywhere: every node is tagged
+        EXPECT_EQ(bc.values[k], 1 + W.dofmap().coordinates[2 * static_cast<std::size_t>(bc.dofs[k])]);
     }
     EXPECT_EQ(dist::max(comm, difference), 0.0) << "degree " << degree;
   }
-  // A tag of no facet of the whole mesh: an error on every rank, not a no-op where parts lack it.
   const assembly::FunctionSpace V("mesh/t", 1, 1, store);
   const auto map = dist::index_map(V);
+  // Two tags that disagree where they meet: refused on every rank, naming both.
+  bool conflict = false;
+  try {
+    const std::vector<assembly::Dirichlet> disagree{
+        {assembly::FacetSet::tagged({1}), [](const double*) { return 0.0; }, -1},
+        {assembly::FacetSet::tagged({2}), [](const double* x) { return 1 + x[0]; }, -1}};
+    assembly::dirichlet_values(V, disagree, *map);
+  } catch (const InvalidArgument& e) {
+    const std::string m = e.what();
+    conflict = m.find("tag 1") != std::string::npos && m.find("tag 2") != std::string::npos;
+  }
+  EXPECT_TRUE(dist::all(comm, conflict));
+  // A tag of no facet of the whole mesh: an error on every rank, not a no-op where parts lack it.
   bool refused = false;
   try {
     assembly::dirichlet_values(

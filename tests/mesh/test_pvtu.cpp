@@ -306,9 +306,12 @@ TEST(Pvtu, PvdListsPvtuFramesRelativeToItsFolder) {
   const auto parts = split_unit_square(CellType::quad4, 2);
   const fem::Mesh whole = fm::unit_square(CellType::quad4, 2);
   fm::PvdWriter series(dir / "heat.pvd");
-  EXPECT_EQ(series.next_path(), dir / "heat_000000.vtu");
-  series.write(0.0, whole);  // a serial frame
-  EXPECT_EQ(series.next_path(".pvtu"), dir / "heat_000001.pvtu");
+  // Frames wait in a private folder next to the .pvd until commit().
+  const fs::path staging = series.next_path().parent_path();
+  EXPECT_EQ(staging.parent_path(), dir);
+  EXPECT_EQ(series.next_path().filename(), "heat_000000.vtu");
+  EXPECT_EQ(series.write(0.0, whole), dir / "heat_000000.vtu");  // a serial frame
+  EXPECT_EQ(series.next_path(".pvtu"), staging / "heat_000001.pvtu");
   EXPECT_THROW((void)series.next_path("pvtu"), fem::InvalidArgument);
 
   // Two parallel frames, as each rank and rank 0 would write them; the second added with a path
@@ -325,8 +328,10 @@ TEST(Pvtu, PvdListsPvtuFramesRelativeToItsFolder) {
     fm::write_pvtu(pvtu, pieces, parts[0].point_fields(), parts[0].cell_fields());
     series.add(0.5 * step, step == 1 ? pvtu : pvtu.lexically_relative(fs::current_path()));
   }
-  EXPECT_EQ(series.next_path(), dir / "heat_000003.vtu");
+  EXPECT_EQ(series.next_path(), staging / "heat_000003.vtu");
   series.write(1.5, whole);  // and serial again: numbering goes on
+  series.commit();           // every frame and piece beside the .pvd, the private folder gone
+  EXPECT_FALSE(fs::exists(staging));
   const auto steps = fm::read_pvd(dir / "heat.pvd");
   ASSERT_EQ(steps.size(), 4u);
   EXPECT_EQ(steps[0].file, "heat_000000.vtu");

@@ -149,11 +149,15 @@ TEST(ReadGmsh, TagsEntitiesAndNonContiguousNodes) {
   // nodes in file order: tags 1000, 10, 20, 500
   EXPECT_EQ((std::vector<int>(m.cell(0).begin(), m.cell(0).end())), (std::vector<int>{1, 0, 2, 3}));
   EXPECT_EQ(m.cell_tags()[0], 9);
-  // two triangles, each in physical groups 5 and 11: four tagged facets
-  ASSERT_EQ(m.num_facets(), 4);
-  EXPECT_EQ((std::vector<int>(m.facet_tags().begin(), m.facet_tags().end())),
-            (std::vector<int>{5, 11, 5, 11}));
-  EXPECT_EQ((std::vector<int>(m.facet(1).begin(), m.facet(1).end())), (std::vector<int>{1, 0, 2}));
+  // two triangles, each in physical groups 5 and 11: two facets, each of the set {5, 11}
+  ASSERT_EQ(m.num_facets(), 2);
+  EXPECT_EQ(m.facet_tags()[0], m.facet_tags()[1]);
+  EXPECT_LT(m.facet_tags()[0], 0);
+  EXPECT_EQ(m.groups(2, m.facet_tags()[0]), (std::vector<int>{5, 11}));
+  EXPECT_TRUE(m.in_group(2, m.facet_tags()[1], 11));
+  EXPECT_FALSE(m.in_group(2, m.facet_tags()[1], 9));
+  EXPECT_EQ(m.tags(2), (std::vector<int>{5, 11}));
+  EXPECT_EQ((std::vector<int>(m.facet(0).begin(), m.facet(0).end())), (std::vector<int>{1, 0, 2}));
   EXPECT_EQ(m.tag_of("outer"), 5);
   EXPECT_EQ(m.name_of(3, 9), "domain");
   EXPECT_EQ(m.names().size(), 3u);

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <stdexcept>
 
 #include "../support/test_dir.hpp"
 #include "fem/atomic_file.hpp"
@@ -211,15 +213,19 @@ TEST(Pvd, ListsEveryStepAndItsFile) {
   const auto dir = temp_dir();
   const fem::Mesh m = fm::unit_square(CellType::tri3, 4);
   fm::PvdWriter series(dir / "heat.pvd", {fm::VtuEncoding::appended_raw, true});
-  EXPECT_FALSE(fs::exists(dir / "heat.pvd"));  // written after its first frame
   std::vector<double> u(m.num_nodes());
   const std::vector<double> times{0.0, 0.125, 1.0 / 3.0};
+  std::vector<fs::path> files;
   for (double t : times) {
     for (std::size_t i = 0; i < u.size(); ++i) u[i] = t * i;
     const fm::Field pd[] = {{"u", 1, u}};
-    const auto file = series.write(t, m, pd);
-    EXPECT_TRUE(fs::exists(file));
+    files.push_back(series.write(t, m, pd));
+    EXPECT_EQ(files.back().parent_path(), dir);
+    EXPECT_FALSE(fs::exists(files.back()));  // published with the .pvd, by commit()
   }
+  EXPECT_FALSE(fs::exists(dir / "heat.pvd"));
+  series.commit();
+  for (const auto& f : files) EXPECT_TRUE(fs::exists(f)) << f;
   const auto steps = fm::read_pvd(dir / "heat.pvd");
   ASSERT_EQ(steps.size(), times.size());
   for (std::size_t k = 0; k < steps.size(); ++k) {
@@ -229,6 +235,7 @@ TEST(Pvd, ListsEveryStepAndItsFile) {
     EXPECT_EQ(data.point_array("u")->values.back(), times[k] * (u.size() - 1));
   }
   series.add(2.0, dir / steps[0].file);  // absolute path stored relative to the .pvd
+  series.commit();                       // a writer goes on after a commit
   const auto again = fm::read_pvd(dir / "heat.pvd");
   ASSERT_EQ(again.size(), 4u);
   EXPECT_EQ(again[3].file, steps[0].file);
@@ -277,23 +284,66 @@ TEST(AtomicOutput, FailedWritesLeaveThePreviousFilesIntact) {
   EXPECT_EQ(slurp(dir / "m.msh"), msh);
   EXPECT_EQ(files_in(dir), (std::vector<std::string>{"m.msh", "u.vtu"}));
 
-  // A series: the .pvd names only complete frames; a new series leaves the old .pvd until its
-  // own first frame is written.
-  std::vector<double> u(small.num_nodes(), 1.0);
-  const fm::Field pd[] = {{"u", 1, u}};
+  fs::remove_all(dir);
+}
+
+// Every file of a folder and its bytes.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> out;
+  for (const auto& f : files_in(dir)) out[f] = slurp(dir / f);
+  return out;
+}
+
+// A series is one output: a new series that fails at some step (an exception, a full disk while
+// writing a frame or its .pvd) leaves the previous series exactly as it was, and nothing of its
+// own, not even its private folder.
+TEST(AtomicOutput, AFailedSeriesLeavesThePreviousOneIntact) {
+  const auto dir = temp_dir();
+  const fem::Mesh small = fm::unit_square(CellType::tri3, 2), big = fm::unit_square(CellType::tri3, 64);
+  std::vector<double> one(small.num_nodes(), 1.0), two(small.num_nodes(), 2.0);
+  const fm::Field first[] = {{"u", 1, one}}, second[] = {{"u", 1, two}};
   {
     fm::PvdWriter series(dir / "s.pvd");
-    series.write(0.0, small, pd);
-    series.write(0.5, small, pd);
-    const InjectedWriteFailure full(100);
-    EXPECT_THROW(series.write(1.0, big, pd), fem::Error);
+    for (double t : {0.0, 0.5, 1.0}) series.write(t, small, first);
+    series.commit();
   }
-  auto steps = fm::read_pvd(dir / "s.pvd");
+  const auto before = snapshot(dir);
+  ASSERT_EQ(before.size(), 4u);  // s.pvd and three frames
+
+  {  // an exception at the third step (the writer destroyed before commit)
+    fm::PvdWriter series(dir / "s.pvd");
+    try {
+      for (double t : {0.0, 0.25, 0.5}) {
+        if (t == 0.5) throw std::runtime_error("step failed");
+        series.write(t, small, second);
+      }
+    } catch (const std::runtime_error&) {
+    }
+  }
+  EXPECT_EQ(snapshot(dir), before);
+  {  // a full disk while writing a frame
+    fm::PvdWriter series(dir / "s.pvd");
+    series.write(0.0, small, second);
+    const InjectedWriteFailure full(100);
+    EXPECT_THROW(series.write(1.0, big, second), fem::Error);
+  }
+  EXPECT_EQ(snapshot(dir), before);
+  {  // a full disk while writing the .pvd: the frames already moved go back
+    fm::PvdWriter series(dir / "s.pvd");
+    for (double t : {0.0, 0.25, 0.5, 0.75}) series.write(t, small, second);
+    const InjectedWriteFailure full(10);
+    EXPECT_THROW(series.commit(), fem::Error);
+  }
+  EXPECT_EQ(snapshot(dir), before);
+
+  {  // a run that succeeds replaces it, frames and .pvd together
+    fm::PvdWriter series(dir / "s.pvd");
+    for (double t : {0.0, 0.25}) series.write(t, small, second);
+    series.commit();
+  }
+  const auto steps = fm::read_pvd(dir / "s.pvd");
   ASSERT_EQ(steps.size(), 2u);
-  for (const auto& s : steps) EXPECT_EQ(fm::read_vtu(dir / s.file).num_cells(), 8u);
-  EXPECT_FALSE(fs::exists(dir / "s_000002.vtu"));
-  fm::PvdWriter again(dir / "s.pvd");
-  EXPECT_EQ(fm::read_pvd(dir / "s.pvd").size(), 2u);
+  for (const auto& s : steps) EXPECT_EQ(fm::read_vtu(dir / s.file).point_array("u")->values[0], 2.0);
   for (const auto& f : files_in(dir)) EXPECT_EQ(f.find(".tmp"), std::string::npos) << f;
   fs::remove_all(dir);
 }

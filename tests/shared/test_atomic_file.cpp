@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -337,6 +338,55 @@ TEST(AtomicFile, WriteFailureLeavesThePreviousFileAndNoTemporary) {
   fem::detail::fail_writes_after(-1);
   EXPECT_EQ(read(dir / "out.txt"), "previous");
   EXPECT_TRUE(temp_files(dir.path()).empty());
+}
+
+// Several files published together (fem::StagedFiles): written in a hidden private folder,
+// moved in with the index last; a move that fails puts back every file it replaced and removes
+// the new ones; a set given up (destroyed without commit) leaves nothing.
+TEST(StagedFiles, PublishedTogetherOrNotAtAll) {
+  const TempFolder dir;
+  write_plain(dir / "a.vtu", "old a");
+  write_plain(dir / "b.vtu", "old b");
+  write_plain(dir / "s.pvd", "old index");
+  const auto listing = [&] {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir.path())) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const auto before = listing();
+  {  // given up
+    fem::StagedFiles files(dir.path(), "s.pvd");
+    EXPECT_EQ(files.path().parent_path(), dir.path());
+    EXPECT_EQ(files.path().filename().string().front(), '.');
+    write_plain(files.path() / "a.vtu", "new a");
+  }
+  EXPECT_EQ(listing(), before);
+  {  // "c.vtu" cannot be moved in (a folder with a file there): everything back as it was
+    fs::create_directories(dir / "c.vtu" / "inside");
+    fem::StagedFiles files(dir.path(), "s.pvd");
+    for (const char* name : {"a.vtu", "b.vtu", "c.vtu"}) write_plain(files.path() / name, "new");
+    fem::AtomicFile index(dir / "s.pvd");
+    index.write("new index");
+    EXPECT_THROW(files.commit(&index), fem::Error);
+    fs::remove_all(dir / "c.vtu");
+  }
+  EXPECT_EQ(listing(), before);
+  EXPECT_EQ(read(dir / "a.vtu"), "old a");
+  EXPECT_EQ(read(dir / "b.vtu"), "old b");
+  EXPECT_EQ(read(dir / "s.pvd"), "old index");
+  {  // committed: the new files and the index, the private folder gone
+    fem::StagedFiles files(dir.path(), "s.pvd");
+    for (const char* name : {"a.vtu", "c.vtu"}) write_plain(files.path() / name, std::string("new ") + name);
+    fem::AtomicFile index(dir / "s.pvd");
+    index.write("new index");
+    files.commit(&index);
+  }
+  EXPECT_EQ(listing(), (std::vector<std::string>{"a.vtu", "b.vtu", "c.vtu", "s.pvd"}));
+  EXPECT_EQ(read(dir / "a.vtu"), "new a.vtu");
+  EXPECT_EQ(read(dir / "b.vtu"), "old b");  // not part of the new set
+  EXPECT_EQ(read(dir / "c.vtu"), "new c.vtu");
+  EXPECT_EQ(read(dir / "s.pvd"), "new index");
 }
 
 }  // namespace

@@ -74,6 +74,41 @@ class AtomicFile {
 /// Write `bytes` to `target` through an AtomicFile.
 void write_file_atomically(const std::filesystem::path& target, std::string_view bytes);
 
+/// Several files that are one output (a time series: its frames and the .pvd naming them),
+/// published together or not at all. They are written into a private folder inside `folder`
+/// (hidden, named like AtomicFile's temporary files: .<name>.<pid>.<16 hex digits>.tmp, mode
+/// 0700); commit() moves them into `folder`, each replacing a file of the same name, and then
+/// commits `last` (the index naming them). A failure there (a move or `last` refused) moves the
+/// new files back out and restores the replaced ones before the error is thrown; without commit()
+/// (an error midway, an exception) the private folder and everything in it is removed. Either
+/// way, `folder` is left as it was. A crash leaves the hidden folder behind (safe to delete once
+/// the process named by <pid> is gone), and a crash during commit() (a few renames) can leave
+/// some new files beside the previous index.
+///
+///   fem::StagedFiles frames("out", "heat.pvd");
+///   fem::mesh::write_vtu(frames.path() / "heat_000000.vtu", ...);   // ... every frame
+///   fem::AtomicFile pvd("out/heat.pvd");  pvd.stream() << ...;
+///   frames.commit(&pvd);                  // out/heat_000000.vtu ... and out/heat.pvd
+class StagedFiles {
+ public:
+  /// Creates the private folder: fem::Error in words when `folder` cannot hold it.
+  StagedFiles(const std::filesystem::path& folder, std::string_view name);
+  ~StagedFiles();
+  StagedFiles(const StagedFiles&) = delete;
+  StagedFiles& operator=(const StagedFiles&) = delete;
+
+  /// The private folder: write the files here (plain files, no subfolders).
+  const std::filesystem::path& path() const noexcept { return staging_; }
+  /// Moves every file of the private folder (sorted by name; hidden ones, such as a writer's
+  /// left-over temporary file, are dropped) into the folder, then commits `last` when given.
+  /// Once only; the private folder is gone afterwards.
+  void commit(AtomicFile* last = nullptr);
+
+ private:
+  std::filesystem::path folder_, staging_;
+  bool done_ = false;
+};
+
 /// Checks that a file could be written at `target` (its folder, or the folder of what its links
 /// lead to, exists, is a folder and is writable; a FIFO, device or descriptor is writable itself)
 /// without touching the target: fem::Error in words otherwise. For checking an output path

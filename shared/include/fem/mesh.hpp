@@ -3,6 +3,7 @@
 // the store as shared_ptr<const Mesh>, so geometry is stored once and never copied.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -58,6 +59,17 @@ struct PhysicalName {
   std::string name;
 };
 
+/// A set of physical groups that entities of one dimension belong to together. Gmsh's physical
+/// groups are sets: an element may be in several (MSH 2.2 writes it once per group, MSH 4.1 once
+/// with its entity's several tags). Such a cell or facet is stored once, and its entry in
+/// cell_tags()/facet_tags() is the set's `tag`: negative, so that it is no user's (a user's
+/// physical tags are positive; 0 is "no group"). Mesh::in_group() and groups() read through it.
+struct TagSet {
+  int dim = 0;
+  int tag = 0;               ///< < 0
+  std::vector<int> members;  ///< the groups, positive, sorted, at least two
+};
+
 /// A mesh that is one part of a larger one (a rank's part of a distributed mesh, fem::dist)
 /// lists its share of the whole mesh's boundary as the facets of this physical name (dimension
 /// tdim - 1). "The whole boundary" (assembly::FacetSet::all()) then means those facets, not the
@@ -76,7 +88,8 @@ class Mesh {
     std::vector<index_t> facets;  ///< tagged boundary facets, num_facets × nodes per facet
     std::vector<int> facet_tags;  ///< physical tag per facet (empty: all 0)
     std::vector<PhysicalName> names;
-    std::string source;  ///< where it came from (a file name), for messages
+    std::vector<TagSet> tag_sets;  ///< the sets that negative cell or facet tags stand for
+    std::string source;            ///< where it came from (a file name), for messages
   };
 
   /// Checks sizes, node references and that coordinates are finite; throws InvalidArgument
@@ -128,9 +141,22 @@ class Mesh {
   int resolve_tag(std::string_view tag, int dim) const;
   /// The message of a tag (name or number) the mesh lacks, as resolve_tag throws it.
   std::string unknown_tag(std::string_view tag, int dim) const;
-  /// The tags the cells (dim = tdim()) or boundary facets (dim = tdim() - 1) carry, or that are
-  /// named in another dimension, sorted (a distributed part's own share-of-the-boundary tag left
-  /// out: it is no user's).
+  /// Whether an entity of dimension `dim` whose tag (in cell_tags() or facet_tags()) is
+  /// `entity_tag` belongs to the physical group `group`: the tag itself, or a member of its set.
+  bool in_group(int dim, int entity_tag, int group) const noexcept {
+    if (entity_tag == group) return true;
+    if (entity_tag >= 0) return false;
+    const TagSet* s = tag_set(dim, entity_tag);
+    return s && std::binary_search(s->members.begin(), s->members.end(), group);
+  }
+  /// The groups of such an entity: {entity_tag}, or its set's members.
+  std::vector<int> groups(int dim, int entity_tag) const;
+  /// The set a negative tag of dimension `dim` stands for, or nullptr.
+  const TagSet* tag_set(int dim, int tag) const noexcept;
+  const std::vector<TagSet>& tag_sets() const noexcept { return d_.tag_sets; }
+  /// The groups the cells (dim = tdim()) or boundary facets (dim = tdim() - 1) carry (the members
+  /// of their sets), or that are named in another dimension, sorted (a distributed part's own
+  /// share-of-the-boundary tag left out: it is no user's).
   std::vector<int> tags(int dim) const;
   /// `tags` of dimension `dim` with their names: "4 'left', 5 'right'", or "none".
   std::string describe_tags(std::span<const int> tags, int dim) const;
