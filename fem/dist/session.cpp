@@ -170,20 +170,25 @@ void agree(MPI_Comm comm, std::exception_ptr failure) {
   MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, comm);
   if (lowest == n) return;
   std::string message;
+  int head[2] = {0, 0};  // message length, whether it is a NumericalError
   if (me == lowest) {
     try {
       std::rethrow_exception(failure);
+    } catch (const NumericalError& e) {
+      message = e.what();
+      head[1] = 1;
     } catch (const std::exception& e) {
       message = e.what();
     } catch (...) {
       message = "unknown error";
     }
+    head[0] = static_cast<int>(message.size());
   }
-  int length = static_cast<int>(message.size());
-  MPI_Bcast(&length, 1, MPI_INT, lowest, comm);
-  message.resize(static_cast<std::size_t>(length));
-  MPI_Bcast(message.data(), length, MPI_CHAR, lowest, comm);
+  MPI_Bcast(head, 2, MPI_INT, lowest, comm);
+  message.resize(static_cast<std::size_t>(head[0]));
+  MPI_Bcast(message.data(), head[0], MPI_CHAR, lowest, comm);
   if (failure) std::rethrow_exception(failure);
+  if (head[1]) throw RemoteNumericalError(lowest, message);
   throw RemoteError(lowest, message);
 }
 

@@ -61,9 +61,21 @@ class RemoteError : public Error {
   int rank_;
 };
 
+/// RemoteError of a NumericalError: the class of the outcome is the same on every process (the
+/// fem driver's exit code follows it).
+class RemoteNumericalError : public NumericalError {
+ public:
+  RemoteNumericalError(int rank, const std::string& what) : NumericalError(what), rank_(rank) {}
+  int rank() const noexcept { return rank_; }
+
+ private:
+  int rank_;
+};
+
 /// Collective: every process passes its own outcome (nullptr: success). When any failed, the
-/// process that failed rethrows its exception and every other one throws RemoteError with the
-/// message of the lowest failing rank. When all succeeded, nothing happens.
+/// process that failed rethrows its exception and every other one throws RemoteError (or
+/// RemoteNumericalError, for a NumericalError) with the message of the lowest failing rank.
+/// When all succeeded, nothing happens.
 void agree(MPI_Comm comm, std::exception_ptr failure);
 
 /// Collective: run f() on every process and agree() on the outcome; returns f's result.

@@ -186,6 +186,16 @@ TEST(Collective, AnErrorOnOneRankIsAnErrorOnAll) {
   EXPECT_EQ(failing, 1);
   EXPECT_NE(what.find("bad.msh"), std::string::npos) << what;
   EXPECT_NE(what.find("not a number"), std::string::npos) << what;
+  // A numerical failure on one rank is a numerical failure on all (the drivers' exit code 3).
+  bool numerical = false;
+  try {
+    dist::collective(comm, [&] {
+      if (me == 1) throw NumericalError("singular");
+    });
+  } catch (const NumericalError& e) {
+    numerical = std::string(e.what()) == "singular";
+  }
+  EXPECT_TRUE(dist::all(comm, numerical));
   // A bad mesh on rank 0 stops distribute() on every rank.
   bool refused = false;
   try {
