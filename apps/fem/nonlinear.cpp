@@ -166,7 +166,7 @@ void run_nonlinear(const NonlinearOptions& o) {
     if (dist::processes().root())
       fmt::print(stderr, "fem: nonlinear: not converged: {} after {} iterations\n", reason,
                  result.iterations);
-    throw ExitCode{3};
+    throw ExitCode{exit_code::numerical};
   }
 }
 

@@ -72,7 +72,7 @@ TEST(FemOutput, PathThroughARegularFileIsAOneLineError) {
         "convert gen:square-tri3:4 '" + (plain / "m.vtu").string() + "'"}) {
     const auto r = fem_run(args, dir);
     expect_one_line_naming(r, "is a file, not a folder");
-    EXPECT_EQ(r.status, 1) << args << "\n" << r.err;  // an error, not an internal one (2)
+    EXPECT_EQ(r.status, 1) << args << "\n" << r.err;  // an input error, not an internal one (4)
   }
   EXPECT_EQ(slurp(plain), "not a folder");
   fs::remove_all(dir);
