@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
 
 namespace fem::app {
 
@@ -21,6 +22,9 @@ void add_heat(CLI::App& app);
 void add_nonlinear(CLI::App& app);
 /// Registers `fem elasticity` (elasticity.cpp).
 void add_elasticity(CLI::App& app);
+
+/// "fem 0.1.0 (Release build; with cuda petsc suitesparse metis python)": `fem --version`.
+std::string version_text();
 
 /// The exit status of `fem`, one per class of outcome (the table in README.md, "Using the `fem`
 /// executable").

@@ -233,8 +233,8 @@ void add_heat(CLI::App& app) {
       "write a time series: FILE.pvd, or a folder (FOLDER/heat.pvd), with FILE_NNNNNN.vtu frames");
   cmd->add_option("--exact", o->exact,
                   "exact solution in x, y, z and t: print its L2 and H1-seminorm errors at the final time");
-  cmd->add_option("--every", o->every, "write a frame every K steps (default: about 10 frames)")
-      ->check(at_least(1));
+  cmd->add_option("--every", o->every, "write a frame every K steps (0, the default: about 10 frames)")
+      ->check(at_least(0));
   cmd->callback([o] { run_heat(*o); });
 }
 

@@ -25,6 +25,13 @@ int main(int argc, char** argv) {
   fem::apply_executable_thread_defaults(argv);
   CLI::App app{"fem: finite-element kernels that share state through one store"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", fem::app::version_text());
+  // `fem SUBCOMMAND --config case.toml`: a subcommand hands the option to this one, which reads
+  // the file's [SUBCOMMAND] section (as --write-config writes it) before the requirements are
+  // checked; the command line wins over the file.
+  app.set_config("--config", "",
+                 "read a subcommand's options from a TOML file (as --write-config writes it)");
+  app.fallthrough();
   // Parse errors are one line like every other error ("fem: error: --steps: 0 must be at least 1").
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return fmt::format("fem: error: {} (fem --help, or fem SUBCOMMAND --help)\n", e.what());

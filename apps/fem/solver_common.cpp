@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "fem/atomic_file.hpp"
 #include "fem/dist/runtime.hpp"
@@ -18,6 +19,12 @@
 #include "load_mesh.hpp"
 
 namespace fem::app {
+
+std::string version_text() {
+  const std::string features = FEM_FEATURES;
+  return fmt::format("fem {} ({} build; with {})", FEM_VERSION, FEM_BUILD_TYPE,
+                     features.empty() ? "no optional feature" : features);
+}
 
 namespace {
 /// `s` without leading and trailing blanks.
@@ -231,7 +238,9 @@ CLI::Validator between(double lo, double hi) {
 }
 
 void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
-  cmd.add_option("mesh", o.mesh, "mesh file, or gen:square-tri3:N, gen:cube-tet4:N, ...")->required();
+  cmd.option_defaults()->always_capture_default();  // --write-config writes every value
+  // Positional, and --mesh too: a --config file names it like any option.
+  cmd.add_option("mesh,--mesh", o.mesh, "mesh file, or gen:square-tri3:N, gen:cube-tet4:N, ...")->required();
   if (with_order)
     cmd.add_option("--order", o.order, "polynomial degree of the Lagrange space")
         ->check(CLI::IsMember({1, 2}));
@@ -257,6 +266,19 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
       "--json", o.json,
       "write the results as JSON to FILE ('-': standard output; the text then goes to standard error)");
   cmd.add_flag("--quiet,-q", o.quiet, "print nothing but errors (and the JSON)");
+  cmd.add_option("--write-config", o.write_config,
+                 "write the effective options of this run to FILE (TOML), to replay it with --config FILE");
+  o.command = &cmd;
+}
+
+std::string effective_options(const CLI::App& cmd) {
+  std::string text = "[" + cmd.get_name() + "]\n";  // the subcommand's section of a --config file
+  std::istringstream all(cmd.config_to_str(/*default_also=*/true, /*write_description=*/false));
+  for (std::string line; std::getline(all, line);)
+    // Empty strings and lists are options not given (their default, which a check may refuse).
+    if (line.rfind("write-config=", 0) != 0 && !line.ends_with("=\"[]\"") && !line.ends_with("=\"\""))
+      text += line + "\n";
+  return text;
 }
 
 void add_compatibility_option(CLI::App& cmd, CommonOptions& o) {
@@ -284,6 +306,7 @@ Run::Run(const CommonOptions& options, const char* command, const std::string& e
          const std::string& writes)
     : o_(options),
       command_(command),
+      options_(options.command ? effective_options(*options.command) : std::string()),
       store_(&fem::store()),
       layout_(&Layout::serial(), [](const Layout*) {}) {
   const Processes& p = dist::processes();
@@ -291,6 +314,10 @@ Run::Run(const CommonOptions& options, const char* command, const std::string& e
   p.collective([&] {                                // rank 0's checks: its failure is every rank's
     if (!extension.empty()) prepare_output("--output", o_.output, extension, writes);
     if (!o_.json.empty() && o_.json != "-") prepare_output_folder("--json", o_.json);
+    if (!o_.write_config.empty() && p.root()) {
+      prepare_output_folder("--write-config", o_.write_config);
+      write_file_atomically(o_.write_config, options_);
+    }
   });
   if (o_.threads > 0) {
     omp_set_num_threads(o_.threads);
@@ -429,6 +456,8 @@ assembly::Errors Run::errors(std::span<const double> u, const assembly::VectorFu
 nlohmann::json Run::json() const {
   nlohmann::json j;
   j["command"] = command_;
+  j["version"] = FEM_VERSION;
+  j["options"] = options_;  // TOML: --config replays the run
   const auto whole = dist::whole_mesh(*store_, mesh_key_);
   const Mesh& m = whole ? *whole : *mesh_;
   j["mesh"] = {{"source", m.source()},

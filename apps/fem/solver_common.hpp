@@ -92,7 +92,12 @@ struct CommonOptions {
   std::string output;
   std::string device = "cpu";  ///< where the connectivity and matrices are built
   bool quiet = false;
+  std::string write_config;           ///< --write-config FILE
+  const CLI::App* command = nullptr;  ///< the subcommand whose options these are
 };
+/// The effective options of a parsed subcommand, defaults too, as a --config file reads them
+/// (TOML, its [SUBCOMMAND] section): what --write-config writes and the JSON's "options".
+std::string effective_options(const CLI::App& cmd);
 void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order = true);
 /// --compatibility-tolerance, for the subcommands whose matrix may be singular (poisson, elasticity).
 void add_compatibility_option(CLI::App& cmd, CommonOptions& o);
@@ -188,6 +193,7 @@ class Run {
  private:
   CommonOptions o_;
   const char* command_;
+  std::string options_;  // effective_options()
   Store* store_;
   std::string mesh_key_;
   std::shared_ptr<const Mesh> mesh_;

@@ -174,4 +174,46 @@ TEST(FemOutput, FullDiskLeavesThePreviousResultIntact) {
   fs::remove_all(dir);
 }
 
+// A JSON summary without its wall-clock times ("timings", "seconds", at any depth).
+void strip_times(nlohmann::json& j) {
+  if (!j.is_object()) return;
+  j.erase("timings");
+  j.erase("seconds");
+  for (auto& [key, value] : j.items()) strip_times(value);
+}
+
+TEST(FemOutput, ARunIsReplayedFromItsWrittenConfig) {
+  // Every solver subcommand: --write-config writes the effective options (defaults too), the
+  // JSON records them with the version, and --config replays the run to the same JSON.
+  const auto dir = temp_dir();
+  const std::vector<std::string> runs = {
+      "poisson gen:square-tri3:8 --dirichlet left=0 --dirichlet top=x --neumann right=1 --source 'x*y' "
+      "--order 2",
+      "heat gen:square-tri3:6 --dt 0.01 --steps 3 --dirichlet all=t --initial 'x*y'",
+      "elasticity gen:square-quad4:4 --fixed left --traction right=1,0 --nu all=0.25",
+      "nonlinear gen:square-tri3:6 --problem quasilinear --source 10"};
+  for (const auto& args : runs) {
+    const auto config = (dir / "case.toml").string();
+    auto first = run_json(args + " --write-config " + config, dir);
+    ASSERT_FALSE(first.is_null()) << args;
+    EXPECT_EQ(first["options"], slurp(config)) << args;
+    EXPECT_FALSE(first["version"].get<std::string>().empty());
+    const std::string subcommand = args.substr(0, args.find(' '));
+    auto again = run_json(subcommand + " --config " + config, dir);
+    ASSERT_FALSE(again.is_null()) << args;
+    strip_times(first);
+    strip_times(again);
+    EXPECT_EQ(again, first) << args;
+  }
+  // A config file that is not there: a usage error.
+  EXPECT_EQ(fem_run("poisson --config " + (dir / "none.toml").string(), dir).status, 2);
+}
+
+TEST(FemOutput, VersionSaysWhatWasBuilt) {
+  const auto r = fem_run("--version", temp_dir());
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out.rfind("fem ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("build"), std::string::npos) << r.out;
+}
+
 }  // namespace

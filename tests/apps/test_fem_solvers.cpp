@@ -395,7 +395,7 @@ TEST(FemSolvers, OptionErrorsSayWhatIsWrongInWords) {
   };
   const std::string h = "heat gen:square-tri3:4 --dirichlet all=0 ";
   expect_words(h + "--dt 0.1 --steps 0", "--steps", "must be at least 1");
-  expect_words(h + "--dt 0.1 --steps 2 --every 0", "--every", "must be at least 1");
+  expect_words(h + "--dt 0.1 --steps 2 --every -1", "--every", "must be at least 0");
   expect_words(h + "--dt -1 --steps 2", "--dt", "must be positive");
   expect_words(h + "--dt nan --steps 2", "--dt", "must be positive");
   expect_words("poisson gen:square-tri3:4 --dirichlet all=0 --threads -1", "--threads", "must be at least 0");
