@@ -11,6 +11,7 @@ if [ -n "${FEM_SANITIZE:-}" ]; then
   ./scripts/build.sh -DFEM_SANITIZE="$FEM_SANITIZE" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DFEM_BUILD_BENCHMARKS=OFF -DFEM_ENABLE_CUDA=OFF
 else
-  ./scripts/build.sh
+  # CUDA back on wherever nvcc is (./run.sh leaves it off without a GPU); everything else too.
+  ./scripts/build.sh -DFEM_ENABLE_CUDA=AUTO
 fi
 ctest --test-dir "${FEM_BUILD_DIR:-build}" --output-on-failure --parallel "$(nproc)" "$@"

@@ -1,6 +1,8 @@
 // The distributed half of runtime.cpp (detail/runtime.hpp) on MPI and PETSc: the program's
 // Session, distributing a mesh, a space's IndexMap as its Layout, the PETSc solvers as
-// solve::LinearSolver, and output gathered on rank 0.
+// solve::LinearSolver, and output gathered on rank 0. Handed to libfem_dist_runtime's loader as
+// one table (fem_dist_hooks_v1): these functions are this library's own, no exported symbol
+// stands in for the loader's.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,7 +14,7 @@
 #include "fem/dist/detail/runtime.hpp"
 #include "fem/dist/dist.hpp"
 
-namespace fem::dist::detail {
+namespace fem::dist::on_petsc {
 namespace {
 
 std::optional<Session>& session() {
@@ -93,9 +95,6 @@ void gather_fields(const Distribution& d, const Mesh* whole, std::span<const mes
   }
 }
 
-}  // namespace
-
-bool available() noexcept { return true; }
 void start(int& argc, char**& argv) { session().emplace(argc, argv); }
 void stop() { session().reset(); }
 bool running() noexcept { return session().has_value(); }
@@ -170,4 +169,13 @@ void write_gathered(const std::string& path, const Store& store, const std::stri
   });
 }
 
-}  // namespace fem::dist::detail
+}  // namespace
+}  // namespace fem::dist::on_petsc
+
+extern "C" const fem::dist::detail::Hooks* fem_dist_hooks_v1() noexcept {
+  using namespace fem::dist::on_petsc;
+  static const fem::dist::detail::Hooks hooks{
+      start,      stop,        running,   world,       abort_unless_all_failed,
+      distribute, distributed, index_map, make_solver, write_gathered};
+  return &hooks;
+}

@@ -216,4 +216,20 @@ TEST(FemOutput, VersionSaysWhatWasBuilt) {
   EXPECT_NE(r.out.find("build"), std::string::npos) << r.out;
 }
 
+TEST(FemStartUp, ASerialRunLoadsNeitherMpiNorPetsc) {
+  // The dynamic loader lists every library it loads (LD_DEBUG=files): a serial run, even one
+  // that solves, loads no MPI and no PETSc (libfem_dist is dlopen()ed by distributed runs only).
+  const auto dir = temp_dir();
+  const auto err = dir / "loader.txt";
+  for (const std::string args : {"--help", "poisson gen:square-tri3:8 --dirichlet all=0 --source 1 -q"}) {
+    const std::string cmd = std::string("LD_DEBUG=files '") + FEM_EXECUTABLE + "' " + args +
+                            " >/dev/null 2>'" + err.string() + "'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const std::string loaded = slurp(err);
+    EXPECT_NE(loaded.find("libfem_solve"), std::string::npos) << "LD_DEBUG lists nothing?\n" << loaded;
+    EXPECT_EQ(loaded.find("petsc"), std::string::npos) << args;
+    EXPECT_EQ(loaded.find("libmpi"), std::string::npos) << args;
+  }
+}
+
 }  // namespace

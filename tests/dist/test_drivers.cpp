@@ -87,6 +87,22 @@ TEST(Drivers, PoissonP1AndP2AreTheSerialSolution) {
   }
 }
 
+TEST(Drivers, TheDistributedPathIsLoadedWhenAskedFor) {
+  // fem links no MPI and no PETSc (tests/apps: FemStartUp): a PETSc solver loads libfem_dist,
+  // and with it both, at start-up.
+  const Outcome r = fem(0, "poisson gen:square-tri3:8 --dirichlet all=0 --source 1 -q --solver mumps");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string cmd = std::string("LD_DEBUG=files ") + FEM_EXECUTABLE +
+                          " poisson gen:square-tri3:8 --dirichlet all=0 -q --solver mumps 2>&1 >/dev/null";
+  std::string loaded;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe)) loaded += buffer;
+  pclose(pipe);
+  EXPECT_NE(loaded.find("libfem_dist"), std::string::npos);
+  EXPECT_NE(loaded.find("petsc"), std::string::npos);
+}
+
 TEST(Drivers, GroupsAreSetsAndAllIsTheWholeBoundaryOnEveryRank) {
   // meshes/groups.geo (MSH 2.2: every cell written twice, once per group): materials by group, a
   // flux on the whole boundary (the untagged side too, the interior interface not).

@@ -1,7 +1,9 @@
-// Internal: the distributed half of fem/dist/runtime.cpp, which is built in every configuration.
-// With MPI and PETSc these are fem/dist/hooks.cpp; without them fem/dist/stub.cpp, whose
-// functions refuse with NotCompiled (runtime.cpp calls them only when running(), which the stub
-// never is, or when a front end asks for the distributed path itself).
+// Internal: the distributed half of fem/dist/runtime.cpp. runtime.cpp and loader.cpp make
+// libfem_dist_runtime, which links no MPI and no PETSc: a serial program loads neither. The
+// functions below are loader.cpp's; when a run is distributed (fem::dist::start), it dlopen()s
+// libfem_dist, whose hooks.cpp hands over the table `Hooks` (fem_dist_hooks), and forwards to it.
+// Without libfem_dist (a build without MPI and PETSc, or the library not built) the distributed
+// path refuses with NotCompiled, and running() is false.
 #pragma once
 
 #include <memory>
@@ -37,4 +39,23 @@ std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& 
 void write_gathered(const std::string& path, const Store& store, const std::string& mesh_key,
                     std::span<const mesh::Field> points, std::span<const mesh::Field> cells);
 
+/// The distributed path as libfem_dist implements it (hooks.cpp).
+struct Hooks {
+  void (*start)(int& argc, char**& argv);
+  void (*stop)();
+  bool (*running)() noexcept;
+  const Processes& (*world)() noexcept;
+  void (*abort_unless_all_failed)(const std::string& prefix, const std::string& message, int code);
+  void (*distribute)(std::shared_ptr<const Mesh> whole, const std::string& key, Store& store);
+  bool (*distributed)(const Store& store, const std::string& mesh_key);
+  std::shared_ptr<const Layout> (*index_map)(const assembly::FunctionSpace& V);
+  std::unique_ptr<solve::LinearSolver> (*make_solver)(const assembly::FunctionSpace& V,
+                                                      const solve::Options& options);
+  void (*write_gathered)(const std::string& path, const Store& store, const std::string& mesh_key,
+                         std::span<const mesh::Field> points, std::span<const mesh::Field> cells);
+};
+
 }  // namespace fem::dist::detail
+
+/// libfem_dist's table, the one symbol the loader looks up (C linkage: a plain name for dlsym).
+extern "C" const fem::dist::detail::Hooks* fem_dist_hooks_v1() noexcept;
