@@ -14,6 +14,7 @@
 #include "fem/error.hpp"
 #include "fem/mesh/check.hpp"
 #include "load_mesh.hpp"
+#include "solver_common.hpp"
 
 namespace fem::app {
 namespace {
@@ -86,15 +87,8 @@ void run_info(const std::string& spec, const std::string& json_file, double tole
                   {"tagged_interior_facets", report.tagged_interior_facets.size()},
                   {"stray_facets", report.stray_facets.size()}};
     j["bytes"] = m.bytes();
-    const std::string text = j.dump(2) + "\n";
-    if (json_file == "-") {
-      std::cout << text << std::flush;
-      return;
-    }
-    std::ofstream out(json_file);
-    out << text;
-    out.close();
-    if (!out) throw Error(fmt::format("cannot write '{}'", json_file));
+    write_json(json_file, j);  // all or nothing, as every fem output
+    if (json_file == "-") return;
   }
 
   fmt::print("mesh          {}\n", m.source());

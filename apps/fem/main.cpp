@@ -21,7 +21,7 @@
 
 int main(int argc, char** argv) {
   namespace exit_code = fem::app::exit_code;
-  // Idle OpenMP threads sleep, the BLAS runs on the calling thread (README.md, "Threads").
+  // Idle OpenMP threads sleep, the BLAS runs on the calling thread (docs/benchmarks.md, "Threads").
   fem::apply_executable_thread_defaults(argv);
   CLI::App app{"fem: finite-element kernels that share state through one store"};
   app.require_subcommand(1);

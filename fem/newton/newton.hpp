@@ -70,7 +70,7 @@ struct Lagging {
   /// One factorization reused, with Anderson-accelerated steps, for as long as every iteration
   /// reduces ‖F‖ by at least the factor 1/min_reduction, then a fresh one. Bratu λ = 6 at 263k
   /// DOFs: 7 iterations on one factorization (plain chord steps, anderson = 0: 20; full Newton:
-  /// 4 iterations and 4 factorizations; the README has the timings).
+  /// 4 iterations and 4 factorizations; docs/benchmarks.md, "Newton", has the timings).
   static Lagging adaptive(double min_reduction = 0.3, int anderson = 5) {
     return {1 << 30, min_reduction, anderson};
   }

@@ -1,6 +1,6 @@
 // Thread counts for the library's OpenMP loops, so that more threads are never slower: a loop
 // starts threads only when each gets enough work to repay waking it (its grain), and executables
-// pick an OpenMP wait policy that yields the cores to other processes (docs in README.md,
+// pick an OpenMP wait policy that yields the cores to other processes (docs in docs/benchmarks.md,
 // "Threads").
 #pragma once
 
