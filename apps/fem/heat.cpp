@@ -7,7 +7,6 @@
 // source, Neumann or Dirichlet value in t changes the right-hand side only; a coefficient in t
 // makes a new matrix every step (refactorized on the same symbolic analysis: the counters say so).
 #include <fmt/core.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -140,7 +139,6 @@ void run_heat(const HeatOptions& o) {
   if (pvd) series.emplace(*pvd);
   write_frame(0.0);
 
-  const bool progress = run.prints() && ::isatty(::fileno(stderr));
   std::vector<double> b(n), f(n), next(n);
   for (int step = 1; step <= o.steps; ++step) {
     const double time = step * o.dt;
@@ -169,12 +167,7 @@ void run_heat(const HeatOptions& o) {
     run.solve(b, next);
     u.swap(next);
     if (step % every == 0 || step == o.steps) write_frame(time);
-    if (progress) {
-      const int width = 40, done = step * width / o.steps;
-      fmt::print(stderr, "\r[{}{}] step {}/{}  t = {:.4g}", std::string(done, '#'),
-                 std::string(width - done, ' '), step, o.steps, time);
-      if (step == o.steps) fmt::print(stderr, "\n");
-    }
+    run.progress().step(step, o.steps, time);
   }
 
   assembly::Errors err;  // at the final time

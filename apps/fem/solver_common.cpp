@@ -311,7 +311,8 @@ Run::Run(const CommonOptions& options, const char* command, const std::string& e
       layout_(&Layout::serial(), [](const Layout*) {}) {
   const Processes& p = dist::processes();
   if (!p.root()) o_.json.clear(), o_.quiet = true;  // rank 0 alone prints and writes the JSON
-  p.collective([&] {                                // rank 0's checks: its failure is every rank's
+  progress_ = std::make_unique<Progress>(!o_.quiet && o_.json != "-");
+  p.collective([&] {  // rank 0's checks: its failure is every rank's
     if (!extension.empty()) prepare_output("--output", o_.output, extension, writes);
     if (!o_.json.empty() && o_.json != "-") prepare_output_folder("--json", o_.json);
     if (!o_.write_config.empty() && p.root()) {
@@ -331,6 +332,7 @@ Run::Run(const CommonOptions& options, const char* command, const std::string& e
   std::replace(stem.begin(), stem.end(), ':', '_');
   mesh_key_ = "mesh/" + stem;
   auto whole = p.collective([&]() -> std::shared_ptr<const Mesh> {
+    const auto shown = progress_->phase("reading " + o_.mesh);
     return p.root() ? std::make_shared<const Mesh>(load_mesh(o_.mesh)) : nullptr;
   });
   t.read_mesh = w.seconds();
@@ -341,6 +343,7 @@ Run::Run(const CommonOptions& options, const char* command, const std::string& e
 }
 
 void Run::make_space(int components, bool spd, const solve::Options& base) {
+  const auto shown = progress_->phase("connectivity");
   Stopwatch w;
   V_.emplace(mesh_key_, o_.order, components, *store_);
   assembler_ = std::make_shared<const assembly::Assembler>(*V_, executor(o_.device));
@@ -417,6 +420,7 @@ void Run::publish_and_factorize(const std::string& key, std::vector<double> valu
   key_ = key;
   t.assemble += w.seconds();
   w = Stopwatch();
+  const auto shown = progress_->phase("factorizing");
   try {
     solver_->factorize(*store_, key);
   } catch (const NumericalError& e) {

@@ -23,6 +23,7 @@
 #include "fem/mesh/vtu.hpp"
 #include "fem/solve/linear_solver.hpp"
 #include "fem/store.hpp"
+#include "progress.hpp"
 
 namespace fem::app {
 
@@ -176,6 +177,8 @@ class Run {
   /// Whether this process prints text, and where (stderr when the JSON goes to stdout).
   bool prints() const noexcept { return !o_.quiet; }
   std::FILE* out() const noexcept { return o_.json == "-" ? stderr : stdout; }
+  /// Live progress on a terminal (time steps, phases longer than about 2 s).
+  Progress& progress() const noexcept { return *progress_; }
   /// The "mesh" and "space" lines (with `extra` after the space), the solver's line and its
   /// warnings, and the null space's line.
   void print_header(const std::string& extra = "") const;
@@ -194,6 +197,7 @@ class Run {
   CommonOptions o_;
   const char* command_;
   std::string options_;  // effective_options()
+  std::unique_ptr<Progress> progress_;
   Store* store_;
   std::string mesh_key_;
   std::shared_ptr<const Mesh> mesh_;

@@ -232,4 +232,27 @@ TEST(FemStartUp, ASerialRunLoadsNeitherMpiNorPetsc) {
   }
 }
 
+TEST(FemProgress, ALiveLineOnATerminalOnly) {
+  // script(1) gives the run a terminal: time steps and long phases (every phase is long with
+  // FEM_PROGRESS_AFTER=0) show a live line; --quiet, the JSON on stdout or a file do not.
+  const auto dir = temp_dir();
+  const auto out = dir / "terminal.txt";
+  auto on_terminal = [&](const std::string& args) {
+    const std::string cmd = "script -qec \"FEM_PROGRESS_AFTER=0 '" + std::string(FEM_EXECUTABLE) + "' " +
+                            args + " >/dev/null\" '" + out.string() + "' >/dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return slurp(out);
+  };
+  const std::string heat = "heat gen:square-tri3:16 --dt 0.01 --steps 5 --dirichlet all=0 --initial 1";
+  const std::string shown = on_terminal(heat);
+  if (shown.find("script:") != std::string::npos) GTEST_SKIP() << "no pseudo-terminal here: " << shown;
+  EXPECT_NE(shown.find("step 5/5"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("ETA"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("factorizing"), std::string::npos) << shown;
+  EXPECT_EQ(on_terminal(heat + " -q").find("ETA"), std::string::npos);
+  EXPECT_EQ(on_terminal(heat + " --json -").find("ETA"), std::string::npos);
+  const auto piped = fem_run(heat, dir);  // standard error to a file
+  EXPECT_EQ(piped.err.find("ETA"), std::string::npos) << piped.err;
+}
+
 }  // namespace
