@@ -30,6 +30,10 @@ void Progress::step(int k, int n, double t) {
 Progress::Phase::Phase(const Progress& progress, std::string name, double after) : name_(std::move(name)) {
   if (!progress.enabled()) return;
   if (const char* env = std::getenv("FEM_PROGRESS_AFTER")) after = std::atof(env);
+  if (after <= 0) {  // shown at once, however soon the phase ends
+    fmt::print(stderr, "\r{}  0.0 s ", name_);
+    shown_ = true;
+  }
   thread_ = std::thread([this, after] {
     std::unique_lock lock(mutex_);
     if (done_cv_.wait_for(lock, std::chrono::duration<double>(after), [this] { return done_; })) return;

@@ -96,7 +96,8 @@ TEST(FemOutput, AFailedTimeSeriesLeavesThePreviousOneIntact) {
   ASSERT_FALSE(run_json(h + "--initial 2 --steps 3", dir).is_null());
   const auto steps = fem::mesh::read_pvd(out / "heat.pvd");
   ASSERT_EQ(steps.size(), 4u);
-  const auto& u0 = fem::mesh::read_vtu(out / steps[0].file).point_array("u")->values;
+  const auto first = fem::mesh::read_vtu(out / steps[0].file);
+  const auto& u0 = first.point_array("u")->values;
   EXPECT_EQ(*std::max_element(u0.begin(), u0.end()), 2.0);  // the new initial value
   EXPECT_TRUE(no_temporary_files(dir));
   fs::remove_all(dir);
