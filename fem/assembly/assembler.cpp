@@ -4,33 +4,12 @@
 #include "fem/assembly/assembler.hpp"
 
 #include "fem/assembly/boundary.hpp"
-#include "fem/assembly/detail/kernels.hpp"
-#include "fem/assembly/device.hpp"
+#include "fem/assembly/detail/assembler_forms.hpp"
 
 namespace fem::assembly {
 namespace {
 
-// A Coefficient as the (cell, tag, x) callable the kernels take.
-struct CoefficientRef {
-  const Coefficient* c;
-  double operator()(index_t cell, int tag, const double* x) const { return (*c)(cell, tag, x); }
-};
-
-// A constant, inlined into the kernel: the general callable's branches cost as much as the
-// element math of P1 forms.
-struct Constant {
-  double value;
-  double operator()(index_t, int, const double*) const { return value; }
-};
-
-// Call f(coefficient callable) with the cheapest callable for each coefficient.
-template <class F>
-void with_coefficient(const Coefficient& c, F&& f) {
-  if (c.kind() == Coefficient::Kind::constant)
-    f(Constant{c(0, 0, nullptr)});
-  else
-    f(CoefficientRef{&c});
-}
+using detail::affine;
 
 // Quadrature points per call of a source's batch function: enough to spread the call and the
 // dispatch of an interpreted expression thin, few enough to stay in L1.
@@ -80,23 +59,6 @@ void assemble_source_batched(const FunctionSpace& V, const AssemblyPlan& plan, c
   });
 }
 
-bool affine(const FunctionSpace& V) {
-  const CellType g = V.mesh().cell_type();
-  return g == CellType::line2 || g == CellType::tri3 || g == CellType::tet4;
-}
-
-// A bilinear form on the device: into its scratch buffer, then copied back into `values`.
-template <class Form>
-void assemble_on_device(const detail::DeviceEngine& device, const Form& form, int degree, std::size_t nnz,
-                        std::span<double> values) {
-  FEM_EXPECTS(values.size() == nnz, "matrix values: {} given, the pattern has {} nonzeros", values.size(),
-              nnz);
-  std::lock_guard lock(device.scratch_mutex());
-  gpu::DeviceBuffer<double>& scratch = device.scratch();
-  device.matrix_into_device(form, degree, scratch);
-  device.download(scratch, values);
-}
-
 }  // namespace
 
 Assembler::Assembler(FunctionSpace V, const gpu::Executor& exec, Scatter scatter)
@@ -132,70 +94,6 @@ const DevicePlan& Assembler::device_plan() const { return require_device("device
 
 int Assembler::quadrature_degree(int integrand_degree) const {
   return std::max(0, integrand_degree) + (affine(space_) ? 0 : 2);
-}
-
-void Assembler::matrix_into(const Diffusion& form, std::span<double> values) const {
-  FEM_EXPECTS(space_.components() == 1, "diffusion needs a scalar space, not {}", space_.name());
-  if (device_)
-    return assemble_on_device(*device_, form, quadrature_degree(2 * (space_.degree() - 1)), pattern()->nnz(),
-                              values);
-  const Coefficient coefficient = form.k.resolved(space_.mesh(), "diffusion coefficient");
-  const int degree = quadrature_degree(2 * (space_.degree() - 1) + (coefficient.varies_in_cell() ? 2 : 0));
-  with_coefficient(coefficient, [&](auto k) {
-    assemble_matrix<Blocks::scalar>(space_, *plan_, kernels::Diffusion<decltype(k)>{k}, degree, values, {},
-                                    coefficient.varies_in_cell());
-  });
-}
-
-std::vector<double> Assembler::cell_gradient(const Diffusion&, std::span<const double> w) const {
-  FEM_EXPECTS(space_.components() == 1, "diffusion needs a scalar space, not {}", space_.name());
-  std::vector<double> out(static_cast<std::size_t>(space_.mesh().num_cells()));
-  contract_cells<Blocks::scalar>(space_, *plan_, kernels::Diffusion<Constant>{Constant{1.0}},
-                                 quadrature_degree(2 * (space_.degree() - 1)), w, out);
-  return out;
-}
-
-std::vector<double> Assembler::cell_gradient(const Mass&, std::span<const double> w) const {
-  std::vector<double> out(static_cast<std::size_t>(space_.mesh().num_cells()));
-  contract_cells(space_, *plan_, kernels::Mass<Constant>{Constant{1.0}},
-                 quadrature_degree(2 * space_.degree()), w, out);
-  return out;
-}
-
-void Assembler::matrix_into(const Mass& form, std::span<double> values) const {
-  if (device_)
-    return assemble_on_device(*device_, form, quadrature_degree(2 * space_.degree()), pattern()->nnz(),
-                              values);
-  const Coefficient density = form.rho.resolved(space_.mesh(), "mass density");
-  const int degree = quadrature_degree(2 * space_.degree() + (density.varies_in_cell() ? 2 : 0));
-  with_coefficient(density, [&](auto rho) {
-    assemble_matrix(space_, *plan_, kernels::Mass<decltype(rho)>{rho}, degree, values, {},
-                    density.varies_in_cell());
-  });
-}
-
-void Assembler::matrix_into(const Elasticity& form, std::span<double> values) const {
-  FEM_EXPECTS(space_.components() == space_.mesh().tdim(),
-              "elasticity needs one component per dimension: space {} on a {}D mesh", space_.name(),
-              space_.mesh().tdim());
-  if (device_)
-    return assemble_on_device(*device_, form, quadrature_degree(2 * (space_.degree() - 1)), pattern()->nnz(),
-                              values);
-  const Coefficient young = form.young.resolved(space_.mesh(), "Young's modulus");
-  const Coefficient poisson = form.poisson.resolved(space_.mesh(), "Poisson's ratio");
-  const bool varies = young.varies_in_cell() || poisson.varies_in_cell();
-  const int degree = quadrature_degree(2 * (space_.degree() - 1) + (varies ? 2 : 0));
-  const bool plane_stress = form.plane == Elasticity::Plane::stress;  // the kernel ignores it in 3D
-  if (young.kind() == Coefficient::Kind::constant && poisson.kind() == Coefficient::Kind::constant)
-    assemble_matrix<Blocks::vector>(space_, *plan_,
-                                    kernels::Elasticity<Constant, Constant>{
-                                        {young(0, 0, nullptr)}, {poisson(0, 0, nullptr)}, plane_stress},
-                                    degree, values, {}, false);
-  else
-    assemble_matrix<Blocks::vector>(
-        space_, *plan_,
-        kernels::Elasticity<CoefficientRef, CoefficientRef>{{&young}, {&poisson}, plane_stress}, degree,
-        values, {}, varies);
 }
 
 void Assembler::vector_into(const Source& form, std::span<double> b) const {
