@@ -219,7 +219,8 @@ TEST(FemOutput, VersionSaysWhatWasBuilt) {
 
 TEST(FemStartUp, ASerialRunLoadsNeitherMpiNorPetsc) {
   // The dynamic loader lists every library it loads (LD_DEBUG=files): a serial run, even one
-  // that solves, loads no MPI and no PETSc (libfem_dist is dlopen()ed by distributed runs only).
+  // that solves, loads no MPI and no PETSc (libfem_dist is dlopen()ed by distributed runs only),
+  // and not the CUDA driver (the CUDA runtime loads it at its first call: --device cuda).
   const auto dir = temp_dir();
   const auto err = dir / "loader.txt";
   for (const std::string args : {"--help", "poisson gen:square-tri3:8 --dirichlet all=0 --source 1 -q"}) {
@@ -230,6 +231,8 @@ TEST(FemStartUp, ASerialRunLoadsNeitherMpiNorPetsc) {
     EXPECT_NE(loaded.find("libfem_solve"), std::string::npos) << "LD_DEBUG lists nothing?\n" << loaded;
     EXPECT_EQ(loaded.find("petsc"), std::string::npos) << args;
     EXPECT_EQ(loaded.find("libmpi"), std::string::npos) << args;
+    EXPECT_EQ(loaded.find("libcuda.so"), std::string::npos)
+        << args;  // the driver: when a device is asked for
   }
 }
 
