@@ -5,7 +5,7 @@
 #   FEM_SANITIZE=thread ./test.sh   the same under a sanitizer, in build-thread/
 set -euo pipefail
 cd "$(dirname "$0")"
-./scripts/install-deps.sh fuzz dist python torch format
+./scripts/install-deps.sh fuzz dist python torch format plot
 if [ -n "${FEM_SANITIZE:-}" ]; then
   export FEM_BUILD_DIR="build-$FEM_SANITIZE"
   ./scripts/build.sh -DFEM_SANITIZE="$FEM_SANITIZE" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
