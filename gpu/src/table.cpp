@@ -1,0 +1,256 @@
+// The table handle (table.hpp): run-time key and value types mapped onto the four HashTable
+// instantiations, the caller's arrays converted at the boundary.
+#include "fem/gpu/table.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <numeric>
+#include <variant>
+#include <vector>
+
+#include "fem/error.hpp"
+#include "fem/gpu/hash_table.hpp"
+
+namespace fem::gpu {
+
+struct Table::Impl {
+  std::variant<HashTable64x32, HashTable64x64, HashTable128x32, HashTable128x64> table;
+};
+
+namespace {
+
+template <class T>
+T load(const void* p, std::size_t i) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(p) + i * sizeof(T), sizeof(T));
+  return v;
+}
+template <class T>
+void store(void* p, std::size_t i, T v) {
+  std::memcpy(static_cast<char*>(p) + i * sizeof(T), &v, sizeof(T));
+}
+
+// The caller's keys as the table's: sign-extended 64-bit keys, or pairs; the all-ones key is
+// the empty slot's and refused, naming the first such key.
+template <class K>
+std::vector<K> keys_of(Table::Key type, const void* keys, std::size_t n) {
+  std::vector<K> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<K, Key128>) {
+      out[i] = {load<std::uint64_t>(keys, 2 * i), load<std::uint64_t>(keys, 2 * i + 1)};
+      FEM_EXPECTS(out[i] != Key128{}, "hash table: key {} is the reserved key {{-1, -1}}", i);
+    } else {
+      const std::int64_t k =
+          type == Table::Key::i32 ? load<std::int32_t>(keys, i) : load<std::int64_t>(keys, i);
+      FEM_EXPECTS(k != -1, "hash table: key {} is the reserved key -1", i);
+      out[i] = static_cast<std::uint64_t>(k);
+    }
+  }
+  return out;
+}
+
+template <class V>
+std::vector<V> values_of(Table::Value type, const void* values, std::size_t n) {
+  std::vector<V> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (type == Table::Value::i32)
+      out[i] = static_cast<V>(static_cast<std::uint32_t>(load<std::int32_t>(values, i)));
+    else if (type == Table::Value::i64)
+      out[i] = static_cast<V>(load<std::int64_t>(values, i));
+    else
+      out[i] = static_cast<V>(std::bit_cast<std::uint64_t>(load<double>(values, i)));
+  }
+  return out;
+}
+
+template <class V>
+void write_value(Table::Value type, void* values, std::size_t i, V v) {
+  if (type == Table::Value::i32)
+    store(values, i, static_cast<std::int32_t>(static_cast<std::uint32_t>(v)));
+  else if (type == Table::Value::i64)
+    store(values, i, static_cast<std::int64_t>(v));
+  else
+    store(values, i, std::bit_cast<double>(static_cast<std::uint64_t>(v)));
+}
+
+template <class K>
+void write_key(Table::Key type, void* keys, std::size_t i, const K& k) {
+  if constexpr (std::is_same_v<K, Key128>) {
+    store(keys, 2 * i, k.lo);
+    store(keys, 2 * i + 1, k.hi);
+  } else if (type == Table::Key::i32) {
+    store(keys, i, static_cast<std::int32_t>(static_cast<std::int64_t>(k)));
+  } else {
+    store(keys, i, static_cast<std::int64_t>(k));
+  }
+}
+
+// The order export_entries promises: by the caller's key value (signed), pairs by high then low.
+template <class K>
+bool key_less(Table::Key type, const K& a, const K& b) {
+  if constexpr (std::is_same_v<K, Key128>)
+    return static_cast<std::int64_t>(a.hi) < static_cast<std::int64_t>(b.hi) ||
+           (a.hi == b.hi && static_cast<std::int64_t>(a.lo) < static_cast<std::int64_t>(b.lo));
+  else
+    return (void)type, static_cast<std::int64_t>(a) < static_cast<std::int64_t>(b);
+}
+
+}  // namespace
+
+std::string Table::name(Key k) {
+  switch (k) {
+    case Key::i32:
+      return "int32";
+    case Key::i64:
+      return "int64";
+    case Key::pair:
+      return "int64 pair";
+  }
+  return fmt::format("key type {}", static_cast<int>(k));
+}
+
+std::string Table::name(Value v) {
+  switch (v) {
+    case Value::f64:
+      return "float64";
+    case Value::i32:
+      return "int32";
+    case Value::i64:
+      return "int64";
+  }
+  return fmt::format("value type {}", static_cast<int>(v));
+}
+
+namespace {
+
+using Variant = std::variant<HashTable64x32, HashTable64x64, HashTable128x32, HashTable128x64>;
+
+Variant make_table(const Executor& exec, Table::Key key, Table::Value value, std::size_t expected_size,
+                   double load_factor) {
+  FEM_EXPECTS(key == Table::Key::i32 || key == Table::Key::i64 || key == Table::Key::pair,
+              "hash table: key type {} is none of int32 (1), int64 (2), int64 pair (16)",
+              static_cast<int>(key));
+  FEM_EXPECTS(value == Table::Value::i32 || value == Table::Value::i64 || value == Table::Value::f64,
+              "hash table: value type {} is none of float64 (0), int32 (1), int64 (2)",
+              static_cast<int>(value));
+  FEM_EXPECTS(load_factor >= 0.05 && load_factor <= 0.9, "hash table: load factor {} is outside 0.05 .. 0.9",
+              load_factor);
+  const bool wide = value != Table::Value::i32;
+  auto make = [&]<class T>() -> Variant {
+    typename T::Options o;
+    o.max_load = load_factor;
+    return Variant(std::in_place_type<T>, exec, expected_size, o);
+  };
+  if (key == Table::Key::pair)
+    return wide ? make.template operator()<HashTable128x64>() : make.template operator()<HashTable128x32>();
+  return wide ? make.template operator()<HashTable64x64>() : make.template operator()<HashTable64x32>();
+}
+
+}  // namespace
+
+Table::Table(Executor exec, Key key, Value value, std::size_t expected_size, double load_factor)
+    : key_(key),
+      value_(value),
+      impl_(std::make_unique<Impl>(Impl{make_table(exec, key, value, expected_size, load_factor)})) {}
+
+Table::~Table() = default;
+
+void Table::insert(const void* keys, const void* values, std::size_t n) const {
+  FEM_EXPECTS(n == 0 || (keys && values), "hash table insert: null keys or values for {} entries", n);
+  std::lock_guard lock(mutex_);
+  std::visit(
+      [&](auto& t) {
+        using T = std::remove_reference_t<decltype(t)>;
+        const auto k = keys_of<typename T::key_type>(key_, keys, n);
+        const auto v = values_of<typename T::value_type>(value_, values, n);
+        t.insert(k, v);
+      },
+      impl_->table);
+}
+
+void Table::insert_unique(const void* keys, void* ids, std::uint8_t* is_new, std::size_t n) const {
+  FEM_EXPECTS(value_ != Value::f64,
+              "hash table insert_unique: ids are integers, the table's values are float64");
+  FEM_EXPECTS(n == 0 || (keys && ids), "hash table insert_unique: null keys or ids for {} entries", n);
+  std::lock_guard lock(mutex_);
+  std::visit(
+      [&](auto& t) {
+        using T = std::remove_reference_t<decltype(t)>;
+        const auto k = keys_of<typename T::key_type>(key_, keys, n);
+        std::vector<typename T::value_type> v(n);
+        std::vector<std::uint8_t> fresh(n);
+        t.insert_unique(k, v, fresh);
+        for (std::size_t i = 0; i < n; ++i) write_value(value_, ids, i, v[i]);
+        if (is_new) std::copy(fresh.begin(), fresh.end(), is_new);
+      },
+      impl_->table);
+}
+
+void Table::find(const void* keys, void* values, std::uint8_t* found, std::size_t n) const {
+  FEM_EXPECTS(n == 0 || (keys && values), "hash table find: null keys or values for {} entries", n);
+  std::lock_guard lock(mutex_);
+  std::visit(
+      [&](auto& t) {
+        using T = std::remove_reference_t<decltype(t)>;
+        const auto k = keys_of<typename T::key_type>(key_, keys, n);
+        std::vector<typename T::value_type> v(n);
+        std::vector<std::uint8_t> hit(n);
+        t.find(k, v, hit);
+        for (std::size_t i = 0; i < n; ++i)
+          if (hit[i]) write_value(value_, values, i, v[i]);
+        if (found) std::copy(hit.begin(), hit.end(), found);
+      },
+      impl_->table);
+}
+
+std::size_t Table::size() const {
+  std::lock_guard lock(mutex_);
+  return std::visit([](auto& t) { return t.size(); }, impl_->table);
+}
+
+std::size_t Table::export_entries(void* keys, void* values, std::size_t capacity) const {
+  std::lock_guard lock(mutex_);
+  return std::visit(
+      [&](auto& t) -> std::size_t {
+        using T = std::remove_reference_t<decltype(t)>;
+        std::vector<typename T::key_type> k;
+        std::vector<typename T::value_type> v;
+        t.export_entries(k, v);
+        if (k.size() > capacity) return k.size();
+        FEM_EXPECTS(k.empty() || (keys && values), "hash table export: null keys or values for {} entries",
+                    k.size());
+        std::vector<std::size_t> order(k.size());
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        std::sort(order.begin(), order.end(),
+                  [&](std::size_t a, std::size_t b) { return key_less(key_, k[a], k[b]); });
+        for (std::size_t i = 0; i < order.size(); ++i) {
+          write_key(key_, keys, i, k[order[i]]);
+          write_value(value_, values, i, v[order[i]]);
+        }
+        return k.size();
+      },
+      impl_->table);
+}
+
+std::size_t Table::capacity() const {
+  std::lock_guard lock(mutex_);
+  return std::visit([](auto& t) { return t.capacity(); }, impl_->table);
+}
+
+std::size_t Table::bytes() const {
+  std::lock_guard lock(mutex_);
+  return sizeof(*this) + std::visit([](auto& t) { return t.bytes(); }, impl_->table);
+}
+
+Residency Table::residency() const {
+  return std::visit([](auto& t) { return t.residency(); }, impl_->table);
+}
+
+const Executor& Table::executor() const noexcept {
+  return std::visit([](auto& t) -> const Executor& { return t.executor(); }, impl_->table);
+}
+
+}  // namespace fem::gpu

@@ -1,0 +1,247 @@
+// The hash table as an op (fem/gpu/c_api.h): every op through the C ABI, on the host twin and
+// the debug device, for every key and value type, against std::unordered_map on random batches
+// with repeated and missing keys; the handle's lifetime in the store; the errors, each leaving
+// the table as it was.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fem/c_api.h"
+#include "fem/gpu/c_api.h"
+#include "fem/gpu/table.hpp"
+#include "fem/store.hpp"
+
+namespace {
+
+std::string last() { return fem_last_error(); }
+
+struct Case {
+  int32_t key, value, device;
+};
+
+std::string name_of(const Case& c) {
+  const char* k = c.key == FEM_I32 ? "i32" : c.key == FEM_I64 ? "i64" : "pair";
+  const char* v = c.value == FEM_I32 ? "i32" : c.value == FEM_I64 ? "i64" : "f64";
+  return std::string(k) + "_" + v + (c.device == FEM_DEVICE_HOST ? "_host" : "_debug");
+}
+
+class TableOp : public ::testing::TestWithParam<Case> {
+ protected:
+  // A key as the test's map holds it: (high, low); one-word keys have high 0.
+  using Key = std::pair<int64_t, int64_t>;
+  std::size_t key_words() const { return GetParam().key == FEM_TABLE_KEY_PAIR ? 2 : 1; }
+  std::size_t key_bytes() const { return GetParam().key == FEM_I32 ? 4 : GetParam().key == FEM_I64 ? 8 : 16; }
+  std::size_t value_bytes() const { return GetParam().value == FEM_I32 ? 4 : 8; }
+  // Caller arrays of keys drawn from `universe` distinct ones (repeats certain).
+  std::vector<char> pack_keys(const std::vector<Key>& keys) const {
+    std::vector<char> out(keys.size() * key_bytes());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      if (GetParam().key == FEM_I32) {
+        const auto k = static_cast<int32_t>(keys[i].second);
+        std::memcpy(&out[i * 4], &k, 4);
+      } else if (GetParam().key == FEM_I64) {
+        std::memcpy(&out[i * 8], &keys[i].second, 8);
+      } else {
+        std::memcpy(&out[i * 16], &keys[i].second, 8);  // low, then high
+        std::memcpy(&out[i * 16 + 8], &keys[i].first, 8);
+      }
+    }
+    return out;
+  }
+  double value_at(const std::vector<char>& values, std::size_t i) const {
+    if (GetParam().value == FEM_I32) {
+      int32_t v;
+      std::memcpy(&v, &values[i * 4], 4);
+      return v;
+    }
+    if (GetParam().value == FEM_I64) {
+      int64_t v;
+      std::memcpy(&v, &values[i * 8], 8);
+      return static_cast<double>(v);
+    }
+    double v;
+    std::memcpy(&v, &values[i * 8], 8);
+    return v;
+  }
+  std::vector<char> pack_values(const std::vector<double>& values) const {
+    std::vector<char> out(values.size() * value_bytes());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (GetParam().value == FEM_I32) {
+        const auto v = static_cast<int32_t>(values[i]);
+        std::memcpy(&out[i * 4], &v, 4);
+      } else if (GetParam().value == FEM_I64) {
+        const auto v = static_cast<int64_t>(values[i]);
+        std::memcpy(&out[i * 8], &v, 8);
+      } else {
+        std::memcpy(&out[i * 8], &values[i], 8);
+      }
+    }
+    return out;
+  }
+  Key random_key(std::mt19937_64& rng, int universe) const {
+    const int64_t k = static_cast<int64_t>(rng() % universe) - universe / 2;  // negative keys too
+    if (key_words() == 2) return {k * 7 + 3, k == -1 ? 5 : k};
+    return {0, k == -1 ? -2 : k};  // -1 is reserved
+  }
+  void SetUp() override { ASSERT_EQ(fem_clear(), FEM_OK); }
+};
+
+TEST_P(TableOp, EveryOpAgreesWithAMap) {
+  const Case c = GetParam();
+  ASSERT_EQ(fem_table_create("t", c.key, c.value, 64, 0.5, c.device), FEM_OK) << last();
+  std::mt19937_64 rng(7);
+  std::map<Key, double> expected;
+  for (int batch = 0; batch < 4; ++batch) {  // grows past its 64 expected keys
+    std::vector<Key> keys(500);
+    std::vector<double> values(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      keys[i] = random_key(rng, 600);
+      values[i] =
+          c.value == FEM_F64 ? 0.25 * static_cast<double>(rng() % 1000) : static_cast<double>(rng() % 100000);
+    }
+    const auto k = pack_keys(keys);
+    const auto v = pack_values(values);
+    ASSERT_EQ(fem_table_insert("t", k.data(), v.data(), static_cast<int64_t>(keys.size())), FEM_OK) << last();
+    for (std::size_t i = 0; i < keys.size(); ++i) expected[keys[i]] = values[i];  // the later assignment wins
+    int64_t size = -1;
+    ASSERT_EQ(fem_table_size("t", &size), FEM_OK);
+    EXPECT_EQ(size, static_cast<int64_t>(expected.size()));
+  }
+  // Finds of present and missing keys.
+  std::vector<Key> queries(800);
+  for (auto& q : queries) q = random_key(rng, 1500);
+  const auto qk = pack_keys(queries);
+  std::vector<char> got(queries.size() * value_bytes(), 0);
+  std::vector<uint8_t> found(queries.size(), 9);
+  ASSERT_EQ(fem_table_find("t", qk.data(), got.data(), found.data(), static_cast<int64_t>(queries.size())),
+            FEM_OK);
+  int missing = 0;
+  for (std::size_t i = 0; i < queries.size(); ++i) {
+    const auto it = expected.find(queries[i]);
+    ASSERT_EQ(found[i], it != expected.end() ? 1 : 0) << i;
+    if (it != expected.end())
+      EXPECT_EQ(value_at(got, i), it->second) << i;
+    else {
+      ++missing;
+      EXPECT_EQ(value_at(got, i), 0.0);  // left as it was
+    }
+  }
+  EXPECT_GT(missing, 0);
+  // Export: every entry, sorted by key.
+  int64_t n = 0;
+  EXPECT_EQ(fem_table_export("t", nullptr, nullptr, 0, &n), FEM_ERR_BUFFER_TOO_SMALL);
+  ASSERT_EQ(n, static_cast<int64_t>(expected.size()));
+  std::vector<char> ek(static_cast<std::size_t>(n) * key_bytes()),
+      ev(static_cast<std::size_t>(n) * value_bytes());
+  ASSERT_EQ(fem_table_export("t", ek.data(), ev.data(), n, &n), FEM_OK) << last();
+  std::size_t i = 0;
+  for (const auto& [key, value] : expected) {  // std::map: the same order (high, then low)
+    EXPECT_EQ(std::vector<char>(ek.begin() + i * key_bytes(), ek.begin() + (i + 1) * key_bytes()),
+              pack_keys({key}))
+        << i;
+    EXPECT_EQ(value_at(ev, i), value) << i;
+    ++i;
+  }
+}
+
+TEST_P(TableOp, InsertUniqueNumbersInFirstOccurrenceOrder) {
+  const Case c = GetParam();
+  if (c.value == FEM_F64) {
+    ASSERT_EQ(fem_table_create("u", c.key, c.value, 0, 0, c.device), FEM_OK);
+    const auto k = pack_keys({{0, 1}});
+    double id = 0;
+    EXPECT_EQ(fem_table_insert_unique("u", k.data(), &id, nullptr, 1), FEM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last().find("float64"), std::string::npos) << last();
+    return;
+  }
+  ASSERT_EQ(fem_table_create("u", c.key, c.value, 16, 0.5, c.device), FEM_OK) << last();
+  std::mt19937_64 rng(11);
+  std::map<Key, int64_t> ids;
+  for (int batch = 0; batch < 3; ++batch) {
+    std::vector<Key> keys(400);
+    for (auto& k : keys) k = random_key(rng, 500);
+    const auto packed = pack_keys(keys);
+    std::vector<char> out(keys.size() * value_bytes());
+    std::vector<uint8_t> is_new(keys.size());
+    ASSERT_EQ(fem_table_insert_unique("u", packed.data(), out.data(), is_new.data(),
+                                      static_cast<int64_t>(keys.size())),
+              FEM_OK)
+        << last();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      const bool fresh = ids.emplace(keys[i], static_cast<int64_t>(ids.size())).second;
+      EXPECT_EQ(is_new[i], fresh ? 1 : 0) << i;
+      EXPECT_EQ(value_at(out, i), static_cast<double>(ids[keys[i]])) << i;
+    }
+  }
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> out;
+  for (int32_t device : {FEM_DEVICE_HOST, FEM_DEVICE_DEBUG})
+    for (int32_t key : {int32_t{FEM_I32}, int32_t{FEM_I64}, int32_t{FEM_TABLE_KEY_PAIR}})
+      for (int32_t value : {FEM_I32, FEM_I64, FEM_F64}) out.push_back({key, value, device});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, TableOp, ::testing::ValuesIn(all_cases()),
+                         [](const auto& info) { return name_of(info.param); });
+
+TEST(TableOpErrors, EachIsOneMessageAndChangesNothing) {
+  ASSERT_EQ(fem_clear(), FEM_OK);
+  EXPECT_EQ(fem_table_create("e", 7, FEM_I32, 0, 0, FEM_DEVICE_HOST), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("key dtype 7"), std::string::npos) << last();
+  EXPECT_EQ(fem_table_create("e", FEM_I64, FEM_OPAQUE, 0, 0, FEM_DEVICE_HOST), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fem_table_create("e", FEM_I64, FEM_I32, 0, 0.99, FEM_DEVICE_HOST), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fem_table_create("e", FEM_I64, FEM_I32, 0, 0, 9), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fem_table_size("e", nullptr), FEM_ERR_INVALID_ARGUMENT);
+  int64_t size = 0;
+  EXPECT_EQ(fem_table_size("e", &size), FEM_ERR_NOT_FOUND);  // no failed create published anything
+  ASSERT_EQ(fem_table_create("e", FEM_I64, FEM_I32, 0, 0, FEM_DEVICE_HOST), FEM_OK);
+  // The reserved key in a batch: refused, naming it, and no key of the batch inserted.
+  const int64_t keys[3] = {5, -1, 6};
+  const int32_t values[3] = {1, 2, 3};
+  EXPECT_EQ(fem_table_insert("e", keys, values, 3), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("reserved"), std::string::npos) << last();
+  ASSERT_EQ(fem_table_size("e", &size), FEM_OK);
+  EXPECT_EQ(size, 0);
+  EXPECT_EQ(fem_table_insert("e", keys, nullptr, 3), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fem_table_insert("e", keys, values, -1), FEM_ERR_INVALID_ARGUMENT);
+  // Another entry's type under the key.
+  const double x = 1;
+  const int64_t one = 1;
+  ASSERT_EQ(fem_put_f64("array", &x, 1, &one, nullptr), FEM_OK);
+  EXPECT_EQ(fem_table_insert("array", keys, values, 1), FEM_ERR_WRONG_TYPE);
+}
+
+TEST(TableOpLifetime, AHolderKeepsItsTableAndAReplacementServesLaterOps) {
+  ASSERT_EQ(fem_clear(), FEM_OK);
+  ASSERT_EQ(fem_table_create("life", FEM_I64, FEM_I64, 0, 0, FEM_DEVICE_HOST), FEM_OK);
+  const int64_t k = 42, v = 7;
+  ASSERT_EQ(fem_table_insert("life", &k, &v, 1), FEM_OK);
+  const auto held = fem::store().get<fem::gpu::Table>("life");  // a holder, as Python's handle
+  ASSERT_EQ(fem_erase("life"), FEM_OK);
+  int64_t got = 0;
+  uint8_t found = 0;
+  held->find(&k, &got, &found, 1);
+  EXPECT_EQ(found, 1);
+  EXPECT_EQ(got, 7);
+  EXPECT_EQ(fem_table_find("life", &k, &got, &found, 1), FEM_ERR_NOT_FOUND);
+  // Replaced under the same key: later ops see the new, empty table; the holder its own.
+  ASSERT_EQ(fem_table_create("life", FEM_I64, FEM_I64, 0, 0, FEM_DEVICE_HOST), FEM_OK);
+  ASSERT_EQ(fem_table_find("life", &k, &got, &found, 1), FEM_OK);
+  EXPECT_EQ(found, 0);
+  EXPECT_EQ(held->size(), 1u);
+  fem_entry_info info{};
+  ASSERT_EQ(fem_info("life", &info), FEM_OK);
+  EXPECT_STREQ(info.type, "fem::gpu::Table");
+  EXPECT_GT(info.bytes, 0u);  // the table's bytes are accounted
+}
+
+}  // namespace
