@@ -41,7 +41,12 @@ std::vector<K> keys_of(Table::Key type, const void* keys, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     if constexpr (std::is_same_v<K, Key128>) {
       out[i] = {load<std::uint64_t>(keys, 2 * i), load<std::uint64_t>(keys, 2 * i + 1)};
-      FEM_EXPECTS(out[i] != Key128{}, "hash table: key {} is the reserved key {{-1, -1}}", i);
+      const auto hi = static_cast<std::int64_t>(out[i].hi);
+      FEM_EXPECTS(
+          hi != -1 && hi != -2,
+          "hash table: key {} has the high half {}, which is reserved (-1 and -2 mark empty and claimed "
+          "slots)",
+          i, hi);
     } else {
       const std::int64_t k =
           type == Table::Key::i32 ? load<std::int32_t>(keys, i) : load<std::int64_t>(keys, i);

@@ -46,11 +46,12 @@ from ._fem import (  # noqa: F401  (the public API)
     solve,
     solve_transpose,
     store,
+    _Table,
 )
 
 __all__ = [
     "Assembler", "CsrMatrix", "CsrPattern", "Diffusion", "DirichletBC", "Elasticity", "Error",
-    "Factorization", "FunctionSpace", "InvalidArgument", "InvalidKey", "KeyError", "LockingWarning", "Mass", "Mesh",
+    "Factorization", "FunctionSpace", "HashTable", "InvalidArgument", "InvalidKey", "KeyError", "LockingWarning", "Mass", "Mesh",
     "Neumann", "NotCompiled", "NumericalError", "ParseError", "Source", "Store", "TypeError",
     "backends", "check_mesh", "factor_key", "factorization", "factorize", "generate_mesh", "newton_solve",
     "read_mesh", "solve", "solve_transpose", "store",
@@ -133,3 +134,101 @@ class Assembler(_Assembler):
             return self.mass_cell_gradient(w)
         raise InvalidArgument(f"cell_gradient: Diffusion or Mass, not {form!r}")
 
+
+
+# --- the hash table as an op (docs/hash_table.md) ----------------------------------------------
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch")
+
+
+class HashTable:
+    """The connectivity's hash table as an op, for your own indexing work (dedupe and number
+    edges, faces, contact pairs; map global ids to local ones):
+
+        t = fem.HashTable("int64", "int32", capacity=1000)
+        ids, is_new = t.insert_unique(keys)       # numbered in order of first occurrence
+        values, found = t.find(queries)
+
+    key_dtype "int32", "int64" or "pair" (keys of shape (n, 2): two int64 halves, as the
+    connectivity's edge and face keys: low, high); value_dtype "int32", "int64" or "float64"; the
+    key -1 is reserved, and -1 and -2 as a pair's high half. Arrays are numpy arrays or CPU PyTorch tensors of exactly those dtypes
+    (no silent cast); results come back as the input's kind. `key=` publishes the table in the
+    store, where C finds it (fem/gpu/c_api.h); HashTable.open(key) takes one made elsewhere. A
+    table keeps living for this object after its entry is erased or replaced."""
+
+    def __init__(self, key_dtype="int64", value_dtype="int64", capacity=0, load_factor=0.5, device="cpu", key=None,
+                 _table=None):
+        self._t = _table if _table is not None else _Table(key_dtype, value_dtype, capacity, load_factor, device)
+        if key is not None:
+            self._t.publish(key)
+
+    @classmethod
+    def open(cls, key):
+        """The table published under `key` (by Python, C or C++)."""
+        return cls(_table=_Table._open(key))
+
+    def publish(self, key):
+        self._t.publish(key)
+
+    @property
+    def key_dtype(self):
+        return self._t.key_dtype
+
+    @property
+    def value_dtype(self):
+        return self._t.value_dtype
+
+    @property
+    def capacity(self):
+        return self._t.capacity
+
+    @property
+    def bytes(self):
+        return self._t.bytes
+
+    def __len__(self):
+        return len(self._t)
+
+    def __repr__(self):
+        return f"HashTable({self.key_dtype!r} -> {self.value_dtype!r}, {len(self)} keys)"
+
+    @staticmethod
+    def _arrays(*xs):
+        torch = any(_is_torch(x) for x in xs)
+        out = []
+        for x in xs:
+            if _is_torch(x):
+                if x.device.type != "cpu":
+                    raise InvalidArgument(f"HashTable: a {x.device.type} tensor given to a table on the host "
+                                          "(move it with .cpu(), or make the table with device='cuda')")
+                x = x.detach().contiguous().numpy()
+            out.append(x)
+        return torch, out
+
+    @staticmethod
+    def _back(torch_in, *arrays):
+        if not torch_in:
+            return arrays if len(arrays) > 1 else arrays[0]
+        import torch
+        out = tuple(torch.from_numpy(a) for a in arrays)
+        return out if len(out) > 1 else out[0]
+
+    def insert(self, keys, values):
+        """Insert or assign keys[i] -> values[i]."""
+        _, (k, v) = self._arrays(keys, values)
+        self._t.insert(k, v)
+
+    def insert_unique(self, keys):
+        """(ids, is_new): new keys numbered len(self), len(self) + 1, ... in order of first occurrence."""
+        torch_in, (k,) = self._arrays(keys)
+        return self._back(torch_in, *self._t.insert_unique(k))
+
+    def find(self, keys, fill=0):
+        """(values, found); a missing key's value is `fill`."""
+        torch_in, (k,) = self._arrays(keys)
+        return self._back(torch_in, *self._t.find(k, fill))
+
+    def export(self):
+        """(keys, values) of every entry, sorted by key."""
+        return self._t.export()

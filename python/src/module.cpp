@@ -84,4 +84,5 @@ PYBIND11_MODULE(_fem, m) {
   bind_assembly(m);
   bind_solve(m);
   bind_newton(m);
+  bind_table(m);
 }

@@ -211,6 +211,13 @@ TEST(TableOpErrors, EachIsOneMessageAndChangesNothing) {
   EXPECT_NE(last().find("reserved"), std::string::npos) << last();
   ASSERT_EQ(fem_table_size("e", &size), FEM_OK);
   EXPECT_EQ(size, 0);
+  // A pair whose high half marks an empty or claimed slot.
+  ASSERT_EQ(fem_table_create("p", FEM_TABLE_KEY_PAIR, FEM_I32, 0, 0, FEM_DEVICE_HOST), FEM_OK);
+  for (int64_t hi : {int64_t{-1}, int64_t{-2}}) {
+    const int64_t pair[2] = {3, hi};
+    EXPECT_EQ(fem_table_insert("p", pair, values, 1), FEM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last().find("reserved"), std::string::npos) << last();
+  }
   EXPECT_EQ(fem_table_insert("e", keys, nullptr, 3), FEM_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(fem_table_insert("e", keys, values, -1), FEM_ERR_INVALID_ARGUMENT);
   // Another entry's type under the key.

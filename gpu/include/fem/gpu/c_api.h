@@ -19,7 +19,8 @@ extern "C" {
 #endif
 
 /* Key types: FEM_I32, FEM_I64 (fem_dtype), or two 64-bit halves per key (low, high: the
- * connectivity's 128-bit edge and face keys). The all-ones key (-1, or {-1, -1}) is reserved.
+ * connectivity's 128-bit edge and face keys). The key -1 is reserved, and for pairs a high half
+ * of -1 or -2 (empty and claimed slots).
  * Value types: FEM_I32, FEM_I64, FEM_F64. */
 #define FEM_TABLE_KEY_PAIR 16
 

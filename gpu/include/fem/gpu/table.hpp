@@ -26,7 +26,8 @@ namespace fem::gpu {
 class Table {
  public:
   /// Key types: 32- and 64-bit signed integers, or a pair of 64-bit halves (128-bit keys, as
-  /// the connectivity's edge and face keys). The all-ones key (-1, or {-1, -1}) is reserved.
+  /// the connectivity's edge and face keys). The key -1 is reserved, and so is a high half of
+  /// -1 or -2 for pairs (empty and claimed slots).
   enum class Key : std::int32_t { i32 = 1, i64 = 2, pair = 16 };
   /// Value types: 32- and 64-bit signed integers, or doubles.
   enum class Value : std::int32_t { f64 = 0, i32 = 1, i64 = 2 };
