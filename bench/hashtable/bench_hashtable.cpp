@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <random>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "common/peak_memory.hpp"
+#include "fem/c_api.h"
+#include "fem/gpu/c_api.h"
 #include "fem/gpu/hash_table.hpp"
 #include "fem/mesh/generate.hpp"
 
@@ -102,6 +105,42 @@ void BM_Find(benchmark::State& state) {
   for (auto _ : state) table.find(keys, values);
   state.counters["load"] = table.load_factor();
   state.counters["max_probe"] = table.max_probe_length();
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(keys.size()));
+}
+
+// The op path (fem/gpu/c_api.h): the same inserts and finds through the C ABI on a table in the
+// store (int64 keys used in place, int32 values), against BM_Insert and BM_Find in the same run.
+void make_op_table() {
+  if (fem_table_create("bench/table", FEM_I64, FEM_I32, static_cast<int64_t>(kSizedFor), 0.8,
+                       FEM_DEVICE_HOST) != FEM_OK)
+    throw std::runtime_error(fem_last_error());
+}
+
+void BM_OpInsert(benchmark::State& state) {
+  set_threads(state, 1);
+  const auto keys = keys_at_load(static_cast<int>(state.range(0)));
+  std::vector<std::int32_t> values(keys.size(), 1);
+  for (auto _ : state) {
+    state.PauseTiming();
+    make_op_table();  // a fresh, empty table of the same capacity
+    state.ResumeTiming();
+    if (fem_table_insert("bench/table", keys.data(), values.data(), static_cast<int64_t>(keys.size())) !=
+        FEM_OK)
+      state.SkipWithError(fem_last_error());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(keys.size()));
+}
+
+void BM_OpFind(benchmark::State& state) {
+  set_threads(state, 1);
+  const auto keys = keys_at_load(static_cast<int>(state.range(0)));
+  std::vector<std::int32_t> values(keys.size(), 1);
+  std::vector<std::uint8_t> found(keys.size());
+  make_op_table();
+  fem_table_insert("bench/table", keys.data(), values.data(), static_cast<int64_t>(keys.size()));
+  for (auto _ : state)
+    fem_table_find("bench/table", keys.data(), values.data(), found.data(),
+                   static_cast<int64_t>(keys.size()));
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(keys.size()));
 }
 
@@ -218,6 +257,8 @@ void BM_Device(benchmark::State& state) {
 BENCHMARK(BM_Insert) LOADS_AND_THREADS->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_InsertUnique) LOADS_AND_THREADS->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Find) LOADS_AND_THREADS->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OpInsert)->Args({50, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_OpFind)->Args({50, 1})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_UnorderedMapInsert)->Arg(25)->Arg(50)->Arg(75)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SortUnique)->Arg(25)->Arg(50)->Arg(75)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MeshStreamInsert)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -33,8 +33,6 @@ void store(void* p, std::size_t i, T v) {
   std::memcpy(static_cast<char*>(p) + i * sizeof(T), &v, sizeof(T));
 }
 
-// The caller's keys as the table's: sign-extended 64-bit keys, or pairs; the all-ones key is
-// the empty slot's and refused, naming the first such key.
 template <class K>
 std::vector<K> keys_of(Table::Key type, const void* keys, std::size_t n) {
   std::vector<K> out(n);
@@ -57,18 +55,32 @@ std::vector<K> keys_of(Table::Key type, const void* keys, std::size_t n) {
   return out;
 }
 
-template <class V>
-std::vector<V> values_of(Table::Value type, const void* values, std::size_t n) {
-  std::vector<V> out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (type == Table::Value::i32)
-      out[i] = static_cast<V>(static_cast<std::uint32_t>(load<std::int32_t>(values, i)));
-    else if (type == Table::Value::i64)
-      out[i] = static_cast<V>(load<std::int64_t>(values, i));
-    else
-      out[i] = static_cast<V>(std::bit_cast<std::uint64_t>(load<double>(values, i)));
+// The caller's keys as the table's, refused (naming the first) where reserved. int64 keys and
+// pairs have the table's own representation and are used in place (a scan, no copy); int32 keys
+// are sign-extended into `copy`.
+template <class K>
+std::span<const K> keys_view(Table::Key type, const void* keys, std::size_t n, std::vector<K>& copy) {
+  if constexpr (std::is_same_v<K, Key128>) {
+    const auto* k = static_cast<const Key128*>(keys);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto hi = static_cast<std::int64_t>(k[i].hi);
+      FEM_EXPECTS(
+          hi != -1 && hi != -2,
+          "hash table: key {} has the high half {}, which is reserved (-1 and -2 mark empty and claimed "
+          "slots)",
+          i, hi);
+    }
+    return {k, n};
+  } else {
+    if (type == Table::Key::i64) {
+      const auto* k = static_cast<const std::uint64_t*>(keys);
+      for (std::size_t i = 0; i < n; ++i)
+        FEM_EXPECTS(k[i] != ~std::uint64_t{0}, "hash table: key {} is the reserved key -1", i);
+      return {k, n};
+    }
+    copy = keys_of<K>(type, keys, n);
+    return copy;
   }
-  return out;
 }
 
 template <class V>
@@ -169,9 +181,11 @@ void Table::insert(const void* keys, const void* values, std::size_t n) const {
   std::visit(
       [&](auto& t) {
         using T = std::remove_reference_t<decltype(t)>;
-        const auto k = keys_of<typename T::key_type>(key_, keys, n);
-        const auto v = values_of<typename T::value_type>(value_, values, n);
-        t.insert(k, v);
+        using K = typename T::key_type;
+        using V = typename T::value_type;
+        std::vector<K> copy;
+        const auto k = keys_view<K>(key_, keys, n, copy);
+        t.insert(k, std::span<const V>(static_cast<const V*>(values), n));  // the same bits
       },
       impl_->table);
 }
@@ -184,12 +198,12 @@ void Table::insert_unique(const void* keys, void* ids, std::uint8_t* is_new, std
   std::visit(
       [&](auto& t) {
         using T = std::remove_reference_t<decltype(t)>;
-        const auto k = keys_of<typename T::key_type>(key_, keys, n);
-        std::vector<typename T::value_type> v(n);
-        std::vector<std::uint8_t> fresh(n);
-        t.insert_unique(k, v, fresh);
-        for (std::size_t i = 0; i < n; ++i) write_value(value_, ids, i, v[i]);
-        if (is_new) std::copy(fresh.begin(), fresh.end(), is_new);
+        using K = typename T::key_type;
+        using V = typename T::value_type;
+        std::vector<K> copy;
+        const auto k = keys_view<K>(key_, keys, n, copy);
+        t.insert_unique(k, std::span<V>(static_cast<V*>(ids), n),
+                        is_new ? std::span<std::uint8_t>(is_new, n) : std::span<std::uint8_t>());
       },
       impl_->table);
 }
@@ -200,13 +214,12 @@ void Table::find(const void* keys, void* values, std::uint8_t* found, std::size_
   std::visit(
       [&](auto& t) {
         using T = std::remove_reference_t<decltype(t)>;
-        const auto k = keys_of<typename T::key_type>(key_, keys, n);
-        std::vector<typename T::value_type> v(n);
-        std::vector<std::uint8_t> hit(n);
-        t.find(k, v, hit);
-        for (std::size_t i = 0; i < n; ++i)
-          if (hit[i]) write_value(value_, values, i, v[i]);
-        if (found) std::copy(hit.begin(), hit.end(), found);
+        using K = typename T::key_type;
+        using V = typename T::value_type;
+        std::vector<K> copy;
+        const auto k = keys_view<K>(key_, keys, n, copy);
+        t.find(k, std::span<V>(static_cast<V*>(values), n),
+               found ? std::span<std::uint8_t>(found, n) : std::span<std::uint8_t>());
       },
       impl_->table);
 }

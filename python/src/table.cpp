@@ -136,13 +136,14 @@ void bind_table(py::module_& m) {
             const py::array k = keys_in(t, keys);
             py::array values(dtype_of(t.value_type()),
                              std::vector<py::ssize_t>{static_cast<py::ssize_t>(rows(k))});
-            if (!fill.is_none()) values.attr("fill")(fill);
             py::array_t<bool> found(static_cast<py::ssize_t>(rows(k)));
             {
               py::gil_scoped_release release;
               t.find(k.data(), values.mutable_data(), reinterpret_cast<std::uint8_t*>(found.mutable_data()),
                      rows(k));
             }
+            // A missing key's value: all ones from the table, `fill` here.
+            if (!fill.is_none()) values[py::module_::import("numpy").attr("logical_not")(found)] = fill;
             return py::make_tuple(values, found);
           },
           py::arg("keys"), py::arg("fill") = 0, "(values, found); a missing key's value is `fill`.")

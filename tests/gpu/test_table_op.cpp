@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -15,7 +16,11 @@
 
 #include "fem/c_api.h"
 #include "fem/gpu/c_api.h"
+#include "fem/gpu/connectivity.hpp"
+#include "fem/gpu/keys.hpp"
 #include "fem/gpu/table.hpp"
+#include "fem/mesh/generate.hpp"
+#include "fem/reference_cell.hpp"
 #include "fem/store.hpp"
 
 namespace {
@@ -130,7 +135,10 @@ TEST_P(TableOp, EveryOpAgreesWithAMap) {
       EXPECT_EQ(value_at(got, i), it->second) << i;
     else {
       ++missing;
-      EXPECT_EQ(value_at(got, i), 0.0);  // left as it was
+      if (c.value == FEM_F64)
+        EXPECT_TRUE(std::isnan(value_at(got, i)));
+      else
+        EXPECT_EQ(value_at(got, i), -1.0);  // all ones
     }
   }
   EXPECT_GT(missing, 0);
@@ -249,6 +257,34 @@ TEST(TableOpLifetime, AHolderKeepsItsTableAndAReplacementServesLaterOps) {
   ASSERT_EQ(fem_info("life", &info), FEM_OK);
   EXPECT_STREQ(info.type, "fem::gpu::Table");
   EXPECT_GT(info.bytes, 0u);  // the table's bytes are accounted
+}
+
+TEST(TableOpConnectivity, InsertUniqueNumbersEdgesAsTheConnectivityDoes) {
+  // The mesh's edges as keys (the connectivity's packed sorted vertex pairs, cell by cell in
+  // local_edges() order) through the op: the ids are the connectivity's edge numbers.
+  ASSERT_EQ(fem_clear(), FEM_OK);
+  const fem::Mesh mesh = fem::mesh::generate("gen:cube-tet4:6");
+  const auto numbering = fem::gpu::number_edges(fem::gpu::Executor::host(), mesh);
+  const auto local = fem::local_edges(mesh.cell_type());
+  std::vector<int64_t> keys;
+  for (fem::index_t c = 0; c < mesh.num_cells(); ++c) {
+    const auto cell = mesh.cell(c);
+    for (const auto& e : local)
+      keys.push_back(static_cast<int64_t>(fem::gpu::pack_sorted_pair(cell[e[0]], cell[e[1]])));
+  }
+  for (int32_t device : {FEM_DEVICE_HOST, FEM_DEVICE_DEBUG}) {
+    ASSERT_EQ(fem_table_create("edges", FEM_I64, FEM_I32, 0, 0, device), FEM_OK) << last();
+    std::vector<int32_t> ids(keys.size());
+    ASSERT_EQ(
+        fem_table_insert_unique("edges", keys.data(), ids.data(), nullptr, static_cast<int64_t>(keys.size())),
+        FEM_OK)
+        << last();
+    ASSERT_EQ(ids.size(), numbering.cell_edges.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], numbering.cell_edges[i]) << i;
+    int64_t n = 0;
+    ASSERT_EQ(fem_table_size("edges", &n), FEM_OK);
+    EXPECT_EQ(n, numbering.num_edges);
+  }
 }
 
 }  // namespace

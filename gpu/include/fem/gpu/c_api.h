@@ -37,8 +37,9 @@ int fem_table_insert(const char* key, const void* keys, const void* values, int6
  * of first occurrence; is_new[i] (may be NULL) whether this occurrence introduced it. Integer
  * values only. */
 int fem_table_insert_unique(const char* key, const void* keys, void* ids, uint8_t* is_new, int64_t n);
-/* values[i] = the value of keys[i]; found[i] (may be NULL) 1 or 0; values[i] unchanged where
- * absent. */
+/* values[i] = the value of keys[i]; found[i] (may be NULL) 1 or 0; where absent values[i] is all
+ * ones (-1, or a NaN for FEM_F64). Arrays are aligned to their element size; int64 and pair keys
+ * and the values are used in place, without a copy. */
 int fem_table_find(const char* key, const void* keys, void* values, uint8_t* found, int64_t n);
 /* The number of keys (a counter, no scan). */
 int fem_table_size(const char* key, int64_t* size);

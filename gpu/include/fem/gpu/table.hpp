@@ -46,13 +46,15 @@ class Table {
   static std::string name(Key k);
   static std::string name(Value v);
 
-  // Batched ops on host arrays of n entries of the table's types.
+  // Batched ops on host arrays of n entries of the table's types, aligned to their element size.
+  // int64 and pair keys and every value type are used in place (no copy); int32 keys are
+  // sign-extended.
   /// Insert or assign.
   void insert(const void* keys, const void* values, std::size_t n) const;
   /// Dedupe and number: ids[i] the id of keys[i] (new keys numbered size(), size()+1, ... in
   /// order of first occurrence), is_new[i] whether this occurrence introduced it (may be null).
   void insert_unique(const void* keys, void* ids, std::uint8_t* is_new, std::size_t n) const;
-  /// values[i] of keys[i]; found[i] = 0 (and values[i] unchanged) where absent.
+  /// values[i] of keys[i]; where absent found[i] = 0 and values[i] all ones (-1, or a NaN).
   void find(const void* keys, void* values, std::uint8_t* found, std::size_t n) const;
   /// Number of keys, from the inserts' counter (no scan).
   std::size_t size() const;
