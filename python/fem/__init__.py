@@ -224,10 +224,11 @@ class HashTable:
         torch_in, (k,) = self._arrays(keys)
         return self._back(torch_in, *self._t.insert_unique(k))
 
-    def find(self, keys, fill=0):
-        """(values, found); a missing key's value is `fill`."""
+    def find(self, keys, fill=0, out=None):
+        """(values, found); a missing key's value is `fill` (None: all ones, -1 or a NaN).
+        out=(values, found) reuses the caller's numpy arrays, batch after batch."""
         torch_in, (k,) = self._arrays(keys)
-        return self._back(torch_in, *self._t.find(k, fill))
+        return self._back(torch_in, *self._t.find(k, fill, out))
 
     def export(self):
         """(keys, values) of every entry, sorted by key."""

@@ -132,11 +132,28 @@ void bind_table(py::module_& m) {
           py::arg("keys"), "(ids, is_new): new keys numbered len(table), ... in order of first occurrence.")
       .def(
           "find",
-          [](const Table& t, py::handle keys, py::object fill) {
+          [](const Table& t, py::handle keys, py::object fill, py::object out) {
             const py::array k = keys_in(t, keys);
-            py::array values(dtype_of(t.value_type()),
-                             std::vector<py::ssize_t>{static_cast<py::ssize_t>(rows(k))});
-            py::array_t<bool> found(static_cast<py::ssize_t>(rows(k)));
+            py::array values;
+            py::array_t<bool> found;
+            if (out.is_none()) {
+              values = py::array(dtype_of(t.value_type()),
+                                 std::vector<py::ssize_t>{static_cast<py::ssize_t>(rows(k))});
+              found = py::array_t<bool>(static_cast<py::ssize_t>(rows(k)));
+            } else {  // the caller's arrays, reused batch after batch (no allocation, no page faults)
+              const auto pair = out.cast<py::tuple>();
+              FEM_EXPECTS(pair.size() == 2, "HashTable.find: out is (values, found)");
+              values = checked(pair[0], dtype_of(t.value_type()), false, "out values", t);
+              FEM_EXPECTS(
+                  py::isinstance<py::array_t<bool>>(pair[1]) &&
+                      py::reinterpret_borrow<py::array>(pair[1]).dtype().num() == py::dtype::of<bool>().num(),
+                  "HashTable.find: out found must be a bool array");
+              found = py::reinterpret_borrow<py::array_t<bool>>(pair[1]);
+              FEM_EXPECTS(rows(values) == rows(k) && rows(found) == rows(k) && values.writeable() &&
+                              found.writeable() && (values.flags() & py::array::c_style) &&
+                              (found.flags() & py::array::c_style),
+                          "HashTable.find: out arrays must be writable, contiguous and {} long", rows(k));
+            }
             {
               py::gil_scoped_release release;
               t.find(k.data(), values.mutable_data(), reinterpret_cast<std::uint8_t*>(found.mutable_data()),
@@ -146,7 +163,9 @@ void bind_table(py::module_& m) {
             if (!fill.is_none()) values[py::module_::import("numpy").attr("logical_not")(found)] = fill;
             return py::make_tuple(values, found);
           },
-          py::arg("keys"), py::arg("fill") = 0, "(values, found); a missing key's value is `fill`.")
+          py::arg("keys"), py::arg("fill") = 0, py::arg("out") = py::none(),
+          "(values, found); a missing key's value is `fill` (None: all ones). out=(values, found) "
+          "reuses the caller's arrays.")
       .def(
           "export",
           [](const Table& t) {

@@ -39,6 +39,9 @@ def test_every_op_agrees_with_a_dict(device, key_dtype, value_dtype):
     for q, v, f in zip(map(lambda k: tuple(np.atleast_1d(k)), queries), values, found):
         assert f == (q in expected)
         assert v == (expected[q] if f else -7)
+    out = (np.empty(len(queries), dtype=vd), np.empty(len(queries), dtype=bool))
+    again = t.find(queries, fill=-7, out=out)
+    assert again[0] is out[0] and np.array_equal(out[0], values) and np.array_equal(out[1], found)
     keys, values = t.export()
     assert len(keys) == len(expected)
     order = sorted(expected, key=lambda k: (k[1], k[0]) if pairs else k)
