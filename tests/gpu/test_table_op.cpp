@@ -17,6 +17,7 @@
 #include "fem/c_api.h"
 #include "fem/gpu/c_api.h"
 #include "fem/gpu/connectivity.hpp"
+#include "fem/gpu/executor.hpp"
 #include "fem/gpu/keys.hpp"
 #include "fem/gpu/table.hpp"
 #include "fem/mesh/generate.hpp"
@@ -34,7 +35,10 @@ struct Case {
 std::string name_of(const Case& c) {
   const char* k = c.key == FEM_I32 ? "i32" : c.key == FEM_I64 ? "i64" : "pair";
   const char* v = c.value == FEM_I32 ? "i32" : c.value == FEM_I64 ? "i64" : "f64";
-  return std::string(k) + "_" + v + (c.device == FEM_DEVICE_HOST ? "_host" : "_debug");
+  return std::string(k) + "_" + v +
+         (c.device == FEM_DEVICE_HOST    ? "_host"
+          : c.device == FEM_DEVICE_DEBUG ? "_debug"
+                                         : "_cuda");
 }
 
 class TableOp : public ::testing::TestWithParam<Case> {
@@ -95,7 +99,11 @@ class TableOp : public ::testing::TestWithParam<Case> {
     if (key_words() == 2) return {k * 7 + 3, k == -1 ? 5 : k};
     return {0, k == -1 ? -2 : k};  // -1 is reserved
   }
-  void SetUp() override { ASSERT_EQ(fem_clear(), FEM_OK); }
+  void SetUp() override {
+    if (GetParam().device == FEM_DEVICE_CUDA && !fem::gpu::cuda_available())
+      GTEST_SKIP() << "no CUDA device (scripts/gpu-check.sh runs these)";
+    ASSERT_EQ(fem_clear(), FEM_OK);
+  }
 };
 
 TEST_P(TableOp, EveryOpAgreesWithAMap) {
@@ -192,7 +200,7 @@ TEST_P(TableOp, InsertUniqueNumbersInFirstOccurrenceOrder) {
 
 std::vector<Case> all_cases() {
   std::vector<Case> out;
-  for (int32_t device : {FEM_DEVICE_HOST, FEM_DEVICE_DEBUG})
+  for (int32_t device : {FEM_DEVICE_HOST, FEM_DEVICE_DEBUG, FEM_DEVICE_CUDA})
     for (int32_t key : {int32_t{FEM_I32}, int32_t{FEM_I64}, int32_t{FEM_TABLE_KEY_PAIR}})
       for (int32_t value : {FEM_I32, FEM_I64, FEM_F64}) out.push_back({key, value, device});
   return out;
@@ -272,7 +280,8 @@ TEST(TableOpConnectivity, InsertUniqueNumbersEdgesAsTheConnectivityDoes) {
     for (const auto& e : local)
       keys.push_back(static_cast<int64_t>(fem::gpu::pack_sorted_pair(cell[e[0]], cell[e[1]])));
   }
-  for (int32_t device : {FEM_DEVICE_HOST, FEM_DEVICE_DEBUG}) {
+  for (int32_t device : {FEM_DEVICE_HOST, FEM_DEVICE_DEBUG, FEM_DEVICE_CUDA}) {
+    if (device == FEM_DEVICE_CUDA && !fem::gpu::cuda_available()) continue;  // gpu-check.sh runs it
     ASSERT_EQ(fem_table_create("edges", FEM_I64, FEM_I32, 0, 0, device), FEM_OK) << last();
     std::vector<int32_t> ids(keys.size());
     ASSERT_EQ(
