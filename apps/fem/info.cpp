@@ -63,6 +63,7 @@ void run_info(const std::string& spec, const std::string& json_file, double tole
 
   if (!json_file.empty()) {
     nlohmann::json j;
+    j["command"] = "info";
     j["source"] = m.source();
     j["nodes"] = m.num_nodes();
     j["cells"] = m.num_cells();
