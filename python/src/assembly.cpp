@@ -121,7 +121,7 @@ Coefficient coefficient(const FunctionSpace& V, py::handle c, const char* what,
   if (PyCallable_Check(c.ptr()) && !py::isinstance<py::array>(c))
     return Coefficient::function(
         point_function(py::reinterpret_borrow<py::object>(c), V.mesh().gdim(), error));
-  auto a = DoubleArray::ensure(c);
+  auto a = real_array(c, what);  // complex or non-numeric values refused in words, never cast
   FEM_EXPECTS(a, "{}: a number, one value per cell, {{tag: value}} or a function of x", what);
   if (a.size() == 1) return Coefficient::constant(a.data()[0], what);
   FEM_EXPECTS(a.size() == V.mesh().num_cells(), "{}: {} values for {} cells", what, a.size(),
@@ -317,7 +317,7 @@ void bind_assembly(py::module_& m) {
             if (PyCallable_Check(f.ptr())) {
               form.f = vector_function(f, gdim, nc, error);
             } else {
-              auto c = DoubleArray::ensure(f);
+              auto c = real_array(f, "source");
               FEM_EXPECTS(c && c.size() == nc, "source: {} values for {} components", c ? c.size() : 0, nc);
               std::vector<double> value(c.data(), c.data() + nc);
               form.f = [value](const double*, double* out) { std::copy(value.begin(), value.end(), out); };
@@ -341,7 +341,7 @@ void bind_assembly(py::module_& m) {
             if (PyCallable_Check(g.ptr())) {
               form.g = vector_function(g, mesh.gdim(), nc, error);
             } else {
-              auto c = DoubleArray::ensure(g);
+              auto c = real_array(g, "neumann");
               FEM_EXPECTS(c && c.size() == nc, "neumann: {} values for {} components", c ? c.size() : 0, nc);
               std::vector<double> value(c.data(), c.data() + nc);
               form.g = [value](const double*, double* out) { std::copy(value.begin(), value.end(), out); };

@@ -569,3 +569,15 @@ def test_groups_are_sets_all_is_the_whole_boundary_and_tags_must_agree(source_di
         assert np.array_equal(first.values, second.values) and first.values.max() == 1.0
         with pytest.raises(fem.InvalidArgument, match="bottom"):
             fem.DirichletBC(V, {"left": 1.0, "bottom": 0.0})
+
+
+def test_complex_constants_are_refused_not_cast():
+    fem.generate_mesh("gen:square-tri3:4", "cplx")
+    V = fem.FunctionSpace("cplx", 1, components=2)
+    a = fem.Assembler(V)
+    with pytest.raises(fem.InvalidArgument, match="complex"):
+        a.vector(fem.Source(np.array([1 + 1j, 0])))
+    with pytest.raises(fem.InvalidArgument, match="complex"):
+        a.vector(fem.Neumann("all", np.array([1j, 0])))
+    with pytest.raises(fem.InvalidArgument, match="complex"):
+        fem.Assembler(fem.FunctionSpace("cplx", 1)).matrix(fem.Diffusion(np.full(32, 1 + 0j)))
