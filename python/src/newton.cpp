@@ -46,6 +46,7 @@ void bind_newton(py::module_& m) {
         assembly::NonlinearForm nf = form(problem, parameter, source, V.mesh().gdim(), error);
         assembly::DirichletValues values =
             bc.is_none() ? assembly::DirichletValues{} : dirichlet_values(bc, V.num_dofs());
+        if (!bc.is_none()) assembly::require_space(values, V, "newton_solve: bc");  // named here, not deeper
         std::vector<double> u(static_cast<std::size_t>(V.num_dofs()), 0.0);
         if (!u0.is_none()) {
           auto given = span_of(u0.cast<DoubleArray>());

@@ -369,6 +369,8 @@ def test_conditions_belong_to_their_space_not_to_a_count():
         with pytest.raises(fem.InvalidArgument) as e:
             call()
         assert "P2 of mesh 'id/coarse'" in str(e.value) and "P1 of mesh 'id/fine'" in str(e.value), str(e.value)
+    with pytest.raises(fem.InvalidArgument, match="newton_solve"):  # the function the user called
+        fem.newton_solve(a, "bratu", bc=bc)
     assert bc.space.num_dofs == P2.num_dofs
     fem.DirichletBC(P1, {"all": 1.0}).apply(A, b)  # its own space: fine
     # A newer version of the mesh under the same key is another mesh: conditions made on the old
