@@ -33,28 +33,6 @@ void store(void* p, std::size_t i, T v) {
   std::memcpy(static_cast<char*>(p) + i * sizeof(T), &v, sizeof(T));
 }
 
-template <class K>
-std::vector<K> keys_of(Table::Key type, const void* keys, std::size_t n) {
-  std::vector<K> out(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<K, Key128>) {
-      out[i] = {load<std::uint64_t>(keys, 2 * i), load<std::uint64_t>(keys, 2 * i + 1)};
-      const auto hi = static_cast<std::int64_t>(out[i].hi);
-      FEM_EXPECTS(
-          hi != -1 && hi != -2,
-          "hash table: key {} has the high half {}, which is reserved (-1 and -2 mark empty and claimed "
-          "slots)",
-          i, hi);
-    } else {
-      const std::int64_t k =
-          type == Table::Key::i32 ? load<std::int32_t>(keys, i) : load<std::int64_t>(keys, i);
-      FEM_EXPECTS(k != -1, "hash table: key {} is the reserved key -1", i);
-      out[i] = static_cast<std::uint64_t>(k);
-    }
-  }
-  return out;
-}
-
 // The caller's keys as the table's, refused (naming the first) where reserved. int64 keys and
 // pairs have the table's own representation and are used in place (a scan, no copy); int32 keys
 // are sign-extended into `copy`.
@@ -78,9 +56,26 @@ std::span<const K> keys_view(Table::Key type, const void* keys, std::size_t n, s
         FEM_EXPECTS(k[i] != ~std::uint64_t{0}, "hash table: key {} is the reserved key -1", i);
       return {k, n};
     }
-    copy = keys_of<K>(type, keys, n);
+    copy.resize(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int32_t k = load<std::int32_t>(keys, i);
+      FEM_EXPECTS(k != -1, "hash table: key {} is the reserved key -1", i);
+      copy[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(k));
+    }
     return copy;
   }
+}
+
+// f(table, its keys, values as the table's value type) for one batch: what every op shares.
+template <class Tables, class F>
+void with_keys(Tables& tables, Table::Key type, const void* keys, std::size_t n, F&& f) {
+  std::visit(
+      [&](auto& t) {
+        using T = std::remove_reference_t<decltype(t)>;
+        std::vector<typename T::key_type> copy;
+        f(t, keys_view(type, keys, n, copy), static_cast<typename T::value_type*>(nullptr));
+      },
+      tables);
 }
 
 template <class V>
@@ -107,12 +102,12 @@ void write_key(Table::Key type, void* keys, std::size_t i, const K& k) {
 
 // The order export_entries promises: by the caller's key value (signed), pairs by high then low.
 template <class K>
-bool key_less(Table::Key type, const K& a, const K& b) {
+bool key_less(const K& a, const K& b) {
   if constexpr (std::is_same_v<K, Key128>)
     return static_cast<std::int64_t>(a.hi) < static_cast<std::int64_t>(b.hi) ||
            (a.hi == b.hi && static_cast<std::int64_t>(a.lo) < static_cast<std::int64_t>(b.lo));
   else
-    return (void)type, static_cast<std::int64_t>(a) < static_cast<std::int64_t>(b);
+    return static_cast<std::int64_t>(a) < static_cast<std::int64_t>(b);
 }
 
 }  // namespace
@@ -178,16 +173,9 @@ Table::~Table() = default;
 void Table::insert(const void* keys, const void* values, std::size_t n) const {
   FEM_EXPECTS(n == 0 || (keys && values), "hash table insert: null keys or values for {} entries", n);
   std::lock_guard lock(mutex_);
-  std::visit(
-      [&](auto& t) {
-        using T = std::remove_reference_t<decltype(t)>;
-        using K = typename T::key_type;
-        using V = typename T::value_type;
-        std::vector<K> copy;
-        const auto k = keys_view<K>(key_, keys, n, copy);
-        t.insert(k, std::span<const V>(static_cast<const V*>(values), n));  // the same bits
-      },
-      impl_->table);
+  with_keys(impl_->table, key_, keys, n, [&]<class V>(auto& t, auto k, V*) {
+    t.insert(k, std::span<const V>(static_cast<const V*>(values), n));  // the same bits
+  });
 }
 
 void Table::insert_unique(const void* keys, void* ids, std::uint8_t* is_new, std::size_t n) const {
@@ -195,33 +183,19 @@ void Table::insert_unique(const void* keys, void* ids, std::uint8_t* is_new, std
               "hash table insert_unique: ids are integers, the table's values are float64");
   FEM_EXPECTS(n == 0 || (keys && ids), "hash table insert_unique: null keys or ids for {} entries", n);
   std::lock_guard lock(mutex_);
-  std::visit(
-      [&](auto& t) {
-        using T = std::remove_reference_t<decltype(t)>;
-        using K = typename T::key_type;
-        using V = typename T::value_type;
-        std::vector<K> copy;
-        const auto k = keys_view<K>(key_, keys, n, copy);
-        t.insert_unique(k, std::span<V>(static_cast<V*>(ids), n),
-                        is_new ? std::span<std::uint8_t>(is_new, n) : std::span<std::uint8_t>());
-      },
-      impl_->table);
+  with_keys(impl_->table, key_, keys, n, [&]<class V>(auto& t, auto k, V*) {
+    t.insert_unique(k, std::span<V>(static_cast<V*>(ids), n),
+                    is_new ? std::span<std::uint8_t>(is_new, n) : std::span<std::uint8_t>());
+  });
 }
 
 void Table::find(const void* keys, void* values, std::uint8_t* found, std::size_t n) const {
   FEM_EXPECTS(n == 0 || (keys && values), "hash table find: null keys or values for {} entries", n);
   std::lock_guard lock(mutex_);
-  std::visit(
-      [&](auto& t) {
-        using T = std::remove_reference_t<decltype(t)>;
-        using K = typename T::key_type;
-        using V = typename T::value_type;
-        std::vector<K> copy;
-        const auto k = keys_view<K>(key_, keys, n, copy);
-        t.find(k, std::span<V>(static_cast<V*>(values), n),
-               found ? std::span<std::uint8_t>(found, n) : std::span<std::uint8_t>());
-      },
-      impl_->table);
+  with_keys(impl_->table, key_, keys, n, [&]<class V>(auto& t, auto k, V*) {
+    t.find(k, std::span<V>(static_cast<V*>(values), n),
+           found ? std::span<std::uint8_t>(found, n) : std::span<std::uint8_t>());
+  });
 }
 
 std::size_t Table::size() const {
@@ -243,7 +217,7 @@ std::size_t Table::export_entries(void* keys, void* values, std::size_t capacity
         std::vector<std::size_t> order(k.size());
         std::iota(order.begin(), order.end(), std::size_t{0});
         std::sort(order.begin(), order.end(),
-                  [&](std::size_t a, std::size_t b) { return key_less(key_, k[a], k[b]); });
+                  [&](std::size_t a, std::size_t b) { return key_less(k[a], k[b]); });
         for (std::size_t i = 0; i < order.size(); ++i) {
           write_key(key_, keys, i, k[order[i]]);
           write_value(value_, values, i, v[order[i]]);
