@@ -106,13 +106,15 @@ elseif(NOT FEM_ENABLE_PYTHON STREQUAL "OFF")
   find_package(Python3 COMPONENTS Interpreter Development.Module NumPy)
   if(Python3_FOUND AND Python3_NumPy_FOUND)
     find_package(pybind11 2.10 CONFIG)
-    if(pybind11_FOUND)
+    # DLPack's header: how fem.HashTable takes PyTorch tensors, CUDA ones in place.
+    find_path(FEM_DLPACK_INCLUDE_DIR dlpack/dlpack.h)
+    if(pybind11_FOUND AND FEM_DLPACK_INCLUDE_DIR)
       set(_fem_python_found ON)
     endif()
   endif()
 endif()
-fem_resolve_option(FEM_ENABLE_PYTHON "${_fem_python_found}" "Python 3 with NumPy and pybind11"
-                   python3-dev python3-numpy pybind11-dev)
+fem_resolve_option(FEM_ENABLE_PYTHON "${_fem_python_found}" "Python 3 with NumPy, pybind11 and DLPack"
+                   python3-dev python3-numpy pybind11-dev libdlpack-dev)
 
 set(_fem_nvcc_found OFF)
 if(NOT FEM_ENABLE_CUDA STREQUAL "OFF")

@@ -11,7 +11,7 @@ packages=(
 )
 # Extra groups: fuzz (clang for the libFuzzer targets), gmsh, dist (MPI + PETSc with MUMPS and
 # hypre, for libfem_dist: 19 s here from Debian's archive), python (the module: pybind11, NumPy,
-# SciPy, pytest; jsonschema, what apps.json_schema validates fem's --json output with), torch
+# SciPy, pytest, DLPack's header; jsonschema, what apps.json_schema validates fem's --json output with), torch
 # (PyTorch 1.13 for fem.torch, optional), format (clang-format 14, what the format.clang_format
 # test checks every tracked C++ file with), plot (matplotlib: scripts/render_vtu.py, the pictures
 # of the README and docs/gallery.md, and the apps.render_vtu_png test)
@@ -20,7 +20,7 @@ for group in "$@"; do
     fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
     gmsh) packages+=(gmsh) ;;
     dist) packages+=(libpetsc-real-dev libopenmpi-dev openmpi-bin) ;;
-    python) packages+=(python3-dev python3-numpy python3-scipy pybind11-dev python3-pybind11 python3-pytest python3-jsonschema) ;;
+    python) packages+=(python3-dev python3-numpy python3-scipy pybind11-dev python3-pybind11 python3-pytest python3-jsonschema libdlpack-dev) ;;
     torch) packages+=(python3-torch) ;;
     format) packages+=(clang-format-14) ;;
     plot) packages+=(python3-matplotlib) ;;

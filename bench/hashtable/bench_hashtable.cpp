@@ -14,7 +14,9 @@
 #include "fem/c_api.h"
 #include "fem/gpu/c_api.h"
 #include "fem/gpu/hash_table.hpp"
+#include "fem/gpu/table.hpp"
 #include "fem/mesh/generate.hpp"
+#include "fem/store.hpp"
 
 namespace {
 
@@ -250,6 +252,44 @@ void BM_Device(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(keys.size()));
 }
 
+// The op path on the device: fem_table_insert / fem_table_find on a CUDA table with the arrays
+// in device memory (taken in place, the keys checked there), against BM_DeviceInsert/50 and
+// BM_DeviceFind/50 in the same run. Args: load percent.
+template <int Op>
+void BM_DeviceOp(benchmark::State& state) {
+  std::string reason;
+  if (!cuda_available(&reason)) {
+    state.SkipWithError(("no GPU: " + reason).c_str());
+    return;
+  }
+  const auto keys = keys_at_load(static_cast<int>(state.range(0)));
+  const auto n = static_cast<int64_t>(keys.size());
+  auto make = [] {
+    if (fem_table_create("bench/device", FEM_I64, FEM_I32, static_cast<int64_t>(kSizedFor), 0.8,
+                         FEM_DEVICE_CUDA) != FEM_OK)
+      throw std::runtime_error(fem_last_error());
+    return fem::store().get<fem::gpu::Table>("bench/device")->executor();
+  };
+  const auto exec = make();
+  DeviceBuffer<std::uint64_t> d_keys(exec, keys.size());
+  DeviceBuffer<std::uint32_t> d_values(exec, keys.size());
+  d_keys.upload(keys);
+  exec.context().fill_bytes(d_values.data(), 0, d_values.bytes());
+  exec.context().synchronize();
+  if (Op == 2) fem_table_insert("bench/device", d_keys.data(), d_values.data(), n);
+  for (auto _ : state) {
+    if (Op == 0) {
+      state.PauseTiming();
+      make();  // a fresh, empty table of the same capacity
+      state.ResumeTiming();
+    }
+    const int rc = Op == 0 ? fem_table_insert("bench/device", d_keys.data(), d_values.data(), n)
+                           : fem_table_find("bench/device", d_keys.data(), d_values.data(), nullptr, n);
+    if (rc != FEM_OK) state.SkipWithError(fem_last_error());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(keys.size()));
+}
+
 }  // namespace
 
 #define LOADS_AND_THREADS \
@@ -268,5 +308,7 @@ BENCHMARK(BM_MeshStreamUnorderedMap)->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_Device, 0)->Name("BM_DeviceInsert")->Arg(25)->Arg(50)->Arg(75)->UseRealTime();
 BENCHMARK_TEMPLATE(BM_Device, 1)->Name("BM_DeviceInsertUnique")->Arg(25)->Arg(50)->Arg(75)->UseRealTime();
 BENCHMARK_TEMPLATE(BM_Device, 2)->Name("BM_DeviceFind")->Arg(25)->Arg(50)->Arg(75)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_DeviceOp, 0)->Name("BM_DeviceOpInsert")->Arg(50)->UseRealTime();
+BENCHMARK_TEMPLATE(BM_DeviceOp, 2)->Name("BM_DeviceOpFind")->Arg(50)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -32,6 +32,10 @@ class TableBackend {
   virtual void export_entries(TableRef<K, V> t, std::size_t bound, K* keys, V* values) = 0;
   /// Insert every entry of `from` into the empty table `to`; c->max_probe is recomputed.
   virtual void rehash(TableRef<K, V> from, TableRef<K, V> to, Counters* c) = 0;
+  /// The index of the first reserved key among keys[0, n) in executor memory, or n (blocking).
+  virtual std::size_t first_invalid(const K* keys, std::size_t n) = 0;
+  /// out[i] = in[i] sign-extended, in executor memory (64-bit keys; the int32 keys of an op).
+  virtual void widen(const std::int32_t* in, std::size_t n, K* out) = 0;
 };
 
 template <class K, class V>

@@ -116,6 +116,17 @@ __global__ void rehash_kernel(TableRef<K, V> from, TableRef<K, V> to, Counters* 
   fold_counters(c, 0, probes, full);
 }
 
+template <class K>
+__global__ void first_invalid_kernel(const K* keys, std::size_t n, unsigned long long* first) {
+  for (std::size_t i = global_index(); i < n; i += grid_stride())
+    if (!KeyTraits<K>::valid(keys[i])) atomicMin(first, static_cast<unsigned long long>(i));
+}
+
+__global__ void widen_kernel(const std::int32_t* in, std::size_t n, std::uint64_t* out) {
+  for (std::size_t i = global_index(); i < n; i += grid_stride())
+    out[i] = static_cast<std::uint64_t>(static_cast<std::int64_t>(in[i]));
+}
+
 template <class K, class V>
 class CudaBackend final : public TableBackend<K, V> {
  public:
@@ -177,6 +188,28 @@ class CudaBackend final : public TableBackend<K, V> {
     FEM_CUDA_TRY(cudaMemsetAsync(&c->max_probe, 0, sizeof(c->max_probe), stream_));
     rehash_kernel<<<grid_for(from.mask + 1), kBlock, 0, stream_>>>(from, to, c);
     FEM_CUDA_TRY(cudaGetLastError());
+  }
+
+  std::size_t first_invalid(const K* keys, std::size_t n) override {
+    const DeviceScope on(exec_.context().device());
+    if (n == 0) return 0;
+    DeviceBuffer<unsigned long long> first(exec_, 1);
+    exec_.context().fill_bytes(first.data(), 0xff, sizeof(unsigned long long));
+    first_invalid_kernel<<<grid_for(n), kBlock, 0, stream_>>>(keys, n, first.data());
+    FEM_CUDA_TRY(cudaGetLastError());
+    unsigned long long at = 0;
+    first.download({&at, 1});
+    exec_.context().synchronize();
+    return at == ~0ull ? n : static_cast<std::size_t>(at);
+  }
+
+  void widen(const std::int32_t* in, std::size_t n, K* out) override {
+    const DeviceScope on(exec_.context().device());
+    if constexpr (std::is_same_v<K, std::uint64_t>) {
+      if (n == 0) return;
+      widen_kernel<<<grid_for(n), kBlock, 0, stream_>>>(in, n, out);
+      FEM_CUDA_TRY(cudaGetLastError());
+    }
   }
 
  private:

@@ -75,6 +75,14 @@ class CudaContext final : public GpuContext {
     FEM_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
   int device() const noexcept override { return device_; }
+  bool holds(const void* p) const noexcept override {
+    cudaPointerAttributes a{};
+    if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      cudaGetLastError();  // clear the error of an unknown pointer
+      return false;
+    }
+    return (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) && a.device == device_;
+  }
   void* allocate_pinned(std::size_t bytes) override {
     const detail::DeviceScope on(device_);
     void* p = nullptr;
@@ -114,6 +122,17 @@ std::shared_ptr<GpuContext> make_cuda_context(int device) {
   if (device < 0 || device >= count) detail::throw_no_such_device(device, count);
   return std::make_shared<CudaContext>(device);
 }
+
+namespace detail {
+bool cuda_device_pointer(const void* p) noexcept {
+  cudaPointerAttributes a{};
+  if (!p || cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+}  // namespace detail
 
 bool cuda_available(std::string* reason) noexcept {
   int count = 0;

@@ -18,6 +18,8 @@ bool cuda_available(std::string* reason) noexcept {
 }
 
 namespace detail {
+bool cuda_device_pointer(const void*) noexcept { return false; }
+
 template <class K, class V>
 std::unique_ptr<TableBackend<K, V>> make_cuda_backend(const Executor&) {
   throw NotCompiled("CUDA", "a hash table on a CUDA executor");

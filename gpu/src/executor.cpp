@@ -1,8 +1,12 @@
 // Host contexts (the host twin and the debug device) and the Executor factories.
 #include "fem/gpu/executor.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 
 #include "fem/error.hpp"
@@ -12,7 +16,8 @@ namespace fem::gpu {
 namespace {
 
 /// Host memory with memcpy "copies". As the debug device it poisons fresh allocations, so code
-/// that reads device memory it never wrote sees garbage, as it would on a GPU.
+/// that reads device memory it never wrote sees garbage, as it would on a GPU, and it knows its
+/// allocations, so that an op tells "device" arrays from host ones as on a GPU (holds()).
 class HostContext final : public GpuContext {
  public:
   explicit HostContext(bool poison) : poison_(poison) {}
@@ -24,10 +29,29 @@ class HostContext final : public GpuContext {
     void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
     if (!p) throw std::bad_alloc();
     prefault(p, bytes);
-    if (poison_) std::memset(p, 0xa5, bytes);
+    if (poison_) {
+      std::memset(p, 0xa5, bytes);
+      const std::lock_guard lock(mutex_);
+      allocations_[reinterpret_cast<std::uintptr_t>(p)] = bytes;
+    }
     return p;
   }
-  void deallocate(void* ptr) noexcept override { std::free(ptr); }
+  void deallocate(void* ptr) noexcept override {
+    if (poison_ && ptr) {
+      const std::lock_guard lock(mutex_);
+      allocations_.erase(reinterpret_cast<std::uintptr_t>(ptr));
+    }
+    std::free(ptr);
+  }
+  bool holds(const void* p) const noexcept override {
+    if (!poison_ || !p) return false;
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    const std::lock_guard lock(mutex_);
+    auto it = allocations_.upper_bound(at);
+    if (it == allocations_.begin()) return false;
+    --it;
+    return at < it->first + std::max<std::size_t>(it->second, 1);
+  }
   void copy_to_device(void* dst, const void* src, std::size_t bytes) override {
     std::memcpy(dst, src, bytes);
   }
@@ -47,6 +71,8 @@ class HostContext final : public GpuContext {
 
  private:
   bool poison_;
+  mutable std::mutex mutex_;
+  std::map<std::uintptr_t, std::size_t> allocations_;  ///< debug device: start -> bytes
 };
 
 }  // namespace

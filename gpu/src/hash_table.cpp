@@ -270,6 +270,14 @@ void HashTable<K, V>::insert_unique_async(const K* keys, V* ids, std::uint8_t* i
 }
 
 template <class K, class V>
+void HashTable<K, V>::insert_resident(const K* keys, const V* values, std::size_t n) {
+  Impl& s = *impl_;
+  s.for_chunks(n, [&](std::size_t off, std::size_t m) {
+    s.backend->insert(s.ref(), s.counters.data(), keys + off, values + off, m);
+  });
+}
+
+template <class K, class V>
 void HashTable<K, V>::insert_unique_resident(const K* keys, V* ids, std::uint8_t* is_new, std::size_t n) {
   FEM_EXPECTS(n < (std::size_t{1} << 31), "insert_unique takes at most 2^31 keys per call");
   Impl& s = *impl_;
@@ -277,6 +285,23 @@ void HashTable<K, V>::insert_unique_resident(const K* keys, V* ids, std::uint8_t
     s.backend->insert_unique(s.ref(), s.counters.data(), keys + off, m, ids + off,
                              is_new ? is_new + off : nullptr);
   });
+}
+
+template <class K, class V>
+void HashTable<K, V>::find_resident(const K* keys, V* values, std::uint8_t* found, std::size_t n) const {
+  const Impl& s = *impl_;
+  s.backend->find(s.ref(), keys, n, values, found);
+  s.exec.context().synchronize();
+}
+
+template <class K, class V>
+std::size_t HashTable<K, V>::first_invalid_resident(const K* keys, std::size_t n) const {
+  return impl_->backend->first_invalid(keys, n);
+}
+
+template <class K, class V>
+void HashTable<K, V>::widen_keys_resident(const std::int32_t* in, std::size_t n, K* out) const {
+  impl_->backend->widen(in, n, out);
 }
 
 template <class K, class V>

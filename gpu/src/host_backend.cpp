@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "fem/error.hpp"
 #include "fem/memory.hpp"
 #include "launch_host.hpp"
 
@@ -157,6 +158,20 @@ class HostBackend final : public TableBackend<K, V> {
     }
     c->max_probe = max_probe;
     c->full |= full;  // an overflow stays reported until clear(), as on the device
+  }
+
+  std::size_t first_invalid(const K* keys, std::size_t n) override {
+    for (std::size_t i = 0; i < n; ++i)
+      if (!KeyTraits<K>::valid(keys[i])) return i;
+    return n;
+  }
+
+  void widen(const std::int32_t* in, std::size_t n, K* out) override {
+    if constexpr (std::is_same_v<K, std::uint64_t>) {
+      for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<K>(static_cast<std::int64_t>(in[i]));
+    } else {
+      throw InvalidArgument("hash table: int32 keys widen to 64-bit keys only");
+    }
   }
 
  private:

@@ -152,8 +152,10 @@ class HashTable:
 
     key_dtype "int32", "int64" or "pair" (keys of shape (n, 2): two int64 halves, as the
     connectivity's edge and face keys: low, high); value_dtype "int32", "int64" or "float64"; the
-    key -1 is reserved, and -1 and -2 as a pair's high half. Arrays are numpy arrays or CPU PyTorch tensors of exactly those dtypes
-    (no silent cast); results come back as the input's kind. `key=` publishes the table in the
+    key -1 is reserved, and -1 and -2 as a pair's high half. Arrays are numpy arrays or PyTorch
+    tensors of exactly those dtypes (no silent cast): CPU tensors, and CUDA tensors on the
+    device of a device="cuda" table, which the table takes in place through DLPack. Results come
+    back as the input's kind, on its device. `key=` publishes the table in the
     store, where C finds it (fem/gpu/c_api.h); HashTable.open(key) takes one made elsewhere. A
     table keeps living for this object after its entry is erased or replaced."""
 
@@ -193,42 +195,60 @@ class HashTable:
     def __repr__(self):
         return f"HashTable({self.key_dtype!r} -> {self.value_dtype!r}, {len(self)} keys)"
 
+    # PyTorch tensors go through DLPack, where they are: CPU ones, and CUDA ones on the table's
+    # device, taken by the table in place. Their capsules are made for the table's stream, so
+    # that it waits for the work PyTorch queued on them; every op returns when done.
     @staticmethod
-    def _arrays(*xs):
-        torch = any(_is_torch(x) for x in xs)
-        out = []
-        for x in xs:
-            if _is_torch(x):
-                if x.device.type != "cpu":
-                    raise InvalidArgument(f"HashTable: a {x.device.type} tensor given to a table on the host "
-                                          "(move it with .cpu(), or make the table with device='cuda')")
-                x = x.detach().contiguous().numpy()
-            out.append(x)
-        return torch, out
+    def _any_torch(*xs):
+        return any(_is_torch(x) for x in xs)
 
-    @staticmethod
-    def _back(torch_in, *arrays):
-        if not torch_in:
-            return arrays if len(arrays) > 1 else arrays[0]
+    def _dl(self, x):
+        if not _is_torch(x):  # a numpy array beside a tensor
+            import numpy
+            import torch
+            x = torch.from_numpy(numpy.ascontiguousarray(x))
+        if x.device.type == "cuda":
+            return x.__dlpack__(stream=self._t.stream or None)
+        return x.__dlpack__()
+
+    def _empty(self, like, n, dtype):
         import torch
-        out = tuple(torch.from_numpy(a) for a in arrays)
-        return out if len(out) > 1 else out[0]
+        return torch.empty(n, dtype=getattr(torch, dtype), device=like.device)
 
     def insert(self, keys, values):
         """Insert or assign keys[i] -> values[i]."""
-        _, (k, v) = self._arrays(keys, values)
-        self._t.insert(k, v)
+        if self._any_torch(keys, values):
+            self._t.insert_dl(self._dl(keys), self._dl(values))
+        else:
+            self._t.insert(keys, values)
 
     def insert_unique(self, keys):
         """(ids, is_new): new keys numbered len(self), len(self) + 1, ... in order of first occurrence."""
-        torch_in, (k,) = self._arrays(keys)
-        return self._back(torch_in, *self._t.insert_unique(k))
+        if not _is_torch(keys):
+            return self._t.insert_unique(keys)
+        import torch
+        ids = self._empty(keys, len(keys), self.value_dtype)
+        is_new = self._empty(keys, len(keys), "uint8")
+        self._t.insert_unique_dl(self._dl(keys), self._dl(ids), self._dl(is_new))
+        return ids, is_new.view(torch.bool)
 
     def find(self, keys, fill=0, out=None):
         """(values, found); a missing key's value is `fill` (None: all ones, -1 or a NaN).
-        out=(values, found) reuses the caller's numpy arrays, batch after batch."""
-        torch_in, (k,) = self._arrays(keys)
-        return self._back(torch_in, *self._t.find(k, fill, out))
+        out=(values, found) reuses the caller's arrays (numpy, or tensors: found of uint8 or bool),
+        batch after batch."""
+        if not _is_torch(keys):
+            return self._t.find(keys, fill, out)
+        import torch
+        if out is None:
+            values, found = self._empty(keys, len(keys), self.value_dtype), self._empty(keys, len(keys), "uint8")
+        else:
+            values, found = out
+        flags = found.view(torch.uint8) if found.dtype == torch.bool else found
+        self._t.find_dl(self._dl(keys), self._dl(values), self._dl(flags))
+        found = flags.view(torch.bool)
+        if fill is not None:
+            values[~found] = fill
+        return values, found
 
     def export(self):
         """(keys, values) of every entry, sorted by key."""

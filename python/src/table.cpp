@@ -1,8 +1,11 @@
 // fem.HashTable: the connectivity's hash table as an op (fem::gpu::Table, docs/hash_table.md)
-// on numpy arrays; python/fem/__init__.py adds PyTorch tensors. A table is a store entry: made
-// here and published, C finds it by key (fem/gpu/c_api.h), and one made in C is opened here.
+// on numpy arrays, and on DLPack tensors (PyTorch's, CPU or CUDA: python/fem/__init__.py makes
+// the capsules on the table's stream), which the table takes where they are, without a copy. A
+// table is a store entry: made here and published, C finds it by key (fem/gpu/c_api.h), and one
+// made in C is opened here.
 #include "fem/gpu/table.hpp"
 
+#include <dlpack/dlpack.h>
 #include <pybind11/stl.h>
 
 #include <string>
@@ -12,6 +15,7 @@
 namespace fem::python {
 namespace {
 
+using gpu::Executor;
 using gpu::Table;
 
 py::dtype dtype_of(Table::Key k) {
@@ -74,6 +78,70 @@ gpu::Executor executor_of(const std::string& device) {
 }
 
 std::string type_name(Table::Key k) { return k == Table::Key::pair ? "pair" : Table::name(k); }
+
+// --- DLPack tensors ---------------------------------------------------------------------------
+
+struct DlType {
+  std::uint8_t code, bits;
+  const char* name;
+};
+DlType dl_type(Table::Key k) {
+  return k == Table::Key::i32 ? DlType{kDLInt, 32, "int32"} : DlType{kDLInt, 64, "int64"};
+}
+DlType dl_type(Table::Value v) {
+  return v == Table::Value::i32   ? DlType{kDLInt, 32, "int32"}
+         : v == Table::Value::i64 ? DlType{kDLInt, 64, "int64"}
+                                  : DlType{kDLFloat, 64, "float64"};
+}
+const DlType dl_flags{kDLUInt, 8, "uint8"};
+
+std::string dl_type_name(const DLDataType& t) {
+  const char* code = t.code == kDLInt     ? "int"
+                     : t.code == kDLUInt  ? "uint"
+                     : t.code == kDLFloat ? "float"
+                                          : "type";
+  return fmt::format("{}{}", code, t.bits) + (t.lanes != 1 ? fmt::format("x{}", t.lanes) : "");
+}
+
+// The data of a DLPack capsule (not consumed: the capsule keeps the producer's tensor alive),
+// checked against the table: dtype exactly, shape (n,) or (n, 2) for pairs, compact strides,
+// on the CPU or on the table's CUDA device.
+struct DlArray {
+  void* data = nullptr;
+  std::size_t rows = 0;
+};
+
+DlArray dl_array(const Table& t, const py::capsule& capsule, const DlType& want, bool pairs,
+                 const char* what) {
+  FEM_EXPECTS(std::string(capsule.name() ? capsule.name() : "") == "dltensor",
+              "HashTable: {} is not an unused DLPack capsule ('dltensor')", what);
+  const DLTensor& x = capsule.get_pointer<DLManagedTensor>()->dl_tensor;
+  FEM_EXPECTS(x.dtype.code == want.code && x.dtype.bits == want.bits && x.dtype.lanes == 1,
+              "HashTable: {} of dtype {}, the table's {} are {}", what, dl_type_name(x.dtype), what,
+              want.name);
+  const int ndim = pairs ? 2 : 1;
+  FEM_EXPECTS(x.ndim == ndim && (!pairs || x.shape[1] == 2), "HashTable: {} of {} dimensions, expected {}",
+              what, x.ndim, pairs ? "(n, 2)" : "(n,)");
+  const bool compact = !x.strides || ((x.shape[0] <= 1 || x.strides[0] == (pairs ? 2 : 1)) &&
+                                      (!pairs || x.strides[1] == 1 || x.shape[0] == 0));
+  FEM_EXPECTS(compact, "HashTable: {} is not contiguous (call .contiguous() first)", what);
+  const Executor& exec = t.executor();
+  const int device = x.device.device_type;
+  if (device == kDLCUDA || device == kDLCUDAManaged) {
+    FEM_EXPECTS(
+        exec.kind() == Executor::Kind::cuda,
+        "HashTable: {} is a cuda tensor, given to a table on the {} (move it with .cpu(), or make the "
+        "table with device='cuda')",
+        what, exec.kind() == Executor::Kind::host ? "host" : "debug device");
+    FEM_EXPECTS(x.device.device_id == exec.context().device(),
+                "HashTable: {} is on cuda:{}, the table on cuda:{}", what, x.device.device_id,
+                exec.context().device());
+  } else {
+    FEM_EXPECTS(device == kDLCPU || device == kDLCUDAHost,
+                "HashTable: {} is on a device of DLPack type {}, neither the CPU nor CUDA", what, device);
+  }
+  return {static_cast<char*>(x.data) + x.byte_offset, static_cast<std::size_t>(x.shape[0])};
+}
 
 }  // namespace
 
@@ -166,6 +234,47 @@ void bind_table(py::module_& m) {
           py::arg("keys"), py::arg("fill") = 0, py::arg("out") = py::none(),
           "(values, found); a missing key's value is `fill` (None: all ones). out=(values, found) "
           "reuses the caller's arrays.")
+      // The DLPack forms: every array a capsule the caller made (outputs too), on the CPU or the
+      // table's device; the table takes them where they are.
+      .def_property_readonly(
+          "stream",
+          [](const Table& t) { return reinterpret_cast<std::uintptr_t>(t.executor().context().stream()); },
+          "The table's CUDA stream (a cudaStream_t as an int; 0 on the host), for DLPack's stream=")
+      .def(
+          "insert_dl",
+          [](const Table& t, const py::capsule& keys, const py::capsule& values) {
+            const auto k = dl_array(t, keys, dl_type(t.key_type()), t.key_type() == Table::Key::pair, "keys");
+            const auto v = dl_array(t, values, dl_type(t.value_type()), false, "values");
+            FEM_EXPECTS(k.rows == v.rows, "HashTable.insert: {} keys, {} values", k.rows, v.rows);
+            py::gil_scoped_release release;
+            t.insert(k.data, v.data, k.rows);
+          },
+          py::arg("keys"), py::arg("values"))
+      .def(
+          "insert_unique_dl",
+          [](const Table& t, const py::capsule& keys, const py::capsule& ids, const py::capsule& is_new) {
+            const auto k = dl_array(t, keys, dl_type(t.key_type()), t.key_type() == Table::Key::pair, "keys");
+            const auto i = dl_array(t, ids, dl_type(t.value_type()), false, "ids");
+            const auto f = dl_array(t, is_new, dl_flags, false, "is_new");
+            FEM_EXPECTS(i.rows == k.rows && f.rows == k.rows,
+                        "HashTable.insert_unique: {} keys, room for {} ids", k.rows,
+                        std::min(i.rows, f.rows));
+            py::gil_scoped_release release;
+            t.insert_unique(k.data, i.data, static_cast<std::uint8_t*>(f.data), k.rows);
+          },
+          py::arg("keys"), py::arg("ids"), py::arg("is_new"))
+      .def(
+          "find_dl",
+          [](const Table& t, const py::capsule& keys, const py::capsule& values, const py::capsule& found) {
+            const auto k = dl_array(t, keys, dl_type(t.key_type()), t.key_type() == Table::Key::pair, "keys");
+            const auto v = dl_array(t, values, dl_type(t.value_type()), false, "out values");
+            const auto f = dl_array(t, found, dl_flags, false, "out found");
+            FEM_EXPECTS(v.rows == k.rows && f.rows == k.rows, "HashTable.find: {} keys, room for {} values",
+                        k.rows, std::min(v.rows, f.rows));
+            py::gil_scoped_release release;
+            t.find(k.data, v.data, static_cast<std::uint8_t*>(f.data), k.rows);
+          },
+          py::arg("keys"), py::arg("values"), py::arg("found"))
       .def(
           "export",
           [](const Table& t) {

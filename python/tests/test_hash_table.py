@@ -1,7 +1,8 @@
 """fem.HashTable, the connectivity's hash table as an op (docs/hash_table.md): every op against
-a dict on random batches with repeated and missing keys, numpy and PyTorch, on the host twin and
-the debug device; a table made in Python is visible from C by its key and vice versa; the
-errors; the handle's lifetime."""
+a dict on random batches with repeated and missing keys, on numpy arrays and PyTorch tensors
+(through DLPack), on the host twin, the debug device and CUDA (skipped without a device); a
+table made in Python is visible from C by its key and vice versa; the errors; the handle's
+lifetime."""
 import ctypes
 import os
 
@@ -17,10 +18,34 @@ def random_keys(rng, n, universe, pairs):
     return k
 
 
-@pytest.mark.parametrize("device", ["cpu", "debug-device"])
+def cuda_or_skip(device, kind):
+    if device != "cuda":
+        return
+    try:
+        fem.HashTable("int64", "int64", device="cuda")
+    except Exception as e:  # NotCompiled, or no device
+        pytest.skip(f"no CUDA table here ({e}); scripts/gpu-check.sh runs these")
+    if kind == "torch" and not pytest.importorskip("torch").cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device")
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+@pytest.mark.parametrize("device", ["cpu", "debug-device", "cuda"])
 @pytest.mark.parametrize("key_dtype", ["int32", "int64", "pair"])
 @pytest.mark.parametrize("value_dtype", ["int32", "int64", "float64"])
-def test_every_op_agrees_with_a_dict(device, key_dtype, value_dtype):
+def test_every_op_agrees_with_a_dict(kind, device, key_dtype, value_dtype):
+    cuda_or_skip(device, kind)
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+        where = "cuda" if device == "cuda" else "cpu"  # CUDA tensors on a CUDA table, in place
+        to = lambda a: torch.from_numpy(np.ascontiguousarray(a)).to(where)  # noqa: E731
+        back = lambda a: a.cpu().numpy()  # noqa: E731
+    else:
+        to = back = lambda a: a  # noqa: E731
+    run_every_op(device, key_dtype, value_dtype, to, back)
+
+
+def run_every_op(device, key_dtype, value_dtype, to, back):
     rng = np.random.default_rng(3)
     pairs = key_dtype == "pair"
     kd = np.int32 if key_dtype == "int32" else np.int64
@@ -30,18 +55,18 @@ def test_every_op_agrees_with_a_dict(device, key_dtype, value_dtype):
     for _ in range(3):
         keys = random_keys(rng, 400, 600, pairs).astype(kd)
         values = (rng.integers(0, 10**6, size=len(keys)) / (4 if value_dtype == "float64" else 1)).astype(vd)
-        t.insert(keys, values)
+        t.insert(to(keys), to(values))
         for k, v in zip(map(lambda k: tuple(np.atleast_1d(k)), keys), values):
             expected[k] = v
         assert len(t) == len(expected)
     queries = random_keys(rng, 500, 1500, pairs).astype(kd)
-    values, found = t.find(queries, fill=-7)
+    values, found = map(back, t.find(to(queries), fill=-7))
     for q, v, f in zip(map(lambda k: tuple(np.atleast_1d(k)), queries), values, found):
         assert f == (q in expected)
         assert v == (expected[q] if f else -7)
-    out = (np.empty(len(queries), dtype=vd), np.empty(len(queries), dtype=bool))
-    again = t.find(queries, fill=-7, out=out)
-    assert again[0] is out[0] and np.array_equal(out[0], values) and np.array_equal(out[1], found)
+    out = (to(np.empty(len(queries), dtype=vd)), to(np.empty(len(queries), dtype=bool)))
+    again = t.find(to(queries), fill=-7, out=out)
+    assert again[0] is out[0] and np.array_equal(back(out[0]), values) and np.array_equal(back(again[1]), found)
     keys, values = t.export()
     assert len(keys) == len(expected)
     order = sorted(expected, key=lambda k: (k[1], k[0]) if pairs else k)
@@ -50,7 +75,7 @@ def test_every_op_agrees_with_a_dict(device, key_dtype, value_dtype):
     if value_dtype != "float64":
         u = fem.HashTable(key_dtype, value_dtype, device=device)
         keys = random_keys(rng, 300, 200, pairs).astype(kd)
-        ids, is_new = u.insert_unique(keys)
+        ids, is_new = map(back, u.insert_unique(to(keys)))
         first = {}
         for k, i, n in zip(map(lambda k: tuple(np.atleast_1d(k)), keys), ids, is_new):
             assert n == (k not in first)
@@ -89,6 +114,23 @@ def test_a_table_is_a_store_entry_seen_from_c():
     c.insert(np.array([1], dtype=np.int64), np.array([11], dtype=np.int32))
     n = ctypes.c_int64(0)
     assert gpu.fem_table_size(b"c/table", ctypes.byref(n)) == 0 and n.value == 1
+
+
+def test_tensor_errors_name_what_is_wrong_and_change_nothing():
+    torch = pytest.importorskip("torch")
+    t = fem.HashTable("pair", "int64")
+    with pytest.raises(fem.InvalidArgument, match="int32"):
+        t.insert(torch.zeros((2, 2), dtype=torch.int32), torch.zeros(2, dtype=torch.int64))
+    with pytest.raises(fem.InvalidArgument, match="contiguous"):
+        t.insert(torch.zeros((2, 2), dtype=torch.int64).t(), torch.zeros(2, dtype=torch.int64))
+    with pytest.raises(fem.InvalidArgument, match="dimensions"):
+        t.find(torch.zeros(4, dtype=torch.int64))
+    with pytest.raises(fem.InvalidArgument, match="reserved"):
+        t.insert(torch.tensor([[1, 2], [3, -2]]), torch.tensor([1, 2]))
+    assert len(t) == 0
+    if torch.cuda.is_available():
+        with pytest.raises(fem.InvalidArgument, match="cuda tensor"):
+            fem.HashTable("int64", "int64", device="debug-device").find(torch.tensor([1], device="cuda"))
 
 
 def test_errors_name_what_is_wrong_and_change_nothing():

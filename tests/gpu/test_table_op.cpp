@@ -1,7 +1,7 @@
-// The hash table as an op (fem/gpu/c_api.h): every op through the C ABI, on the host twin and
-// the debug device, for every key and value type, against std::unordered_map on random batches
-// with repeated and missing keys; the handle's lifetime in the store; the errors, each leaving
-// the table as it was.
+// The hash table as an op (fem/gpu/c_api.h): every op through the C ABI, on the host twin, the
+// debug device and CUDA, for every key and value type, with the caller's arrays on the host and
+// (device tables) in the device's memory, against std::map on random batches with repeated and
+// missing keys; the handle's lifetime in the store; the errors, each leaving the table as it was.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -30,6 +30,7 @@ std::string last() { return fem_last_error(); }
 
 struct Case {
   int32_t key, value, device;
+  bool resident = false;  ///< the caller's arrays in the table's executor memory
 };
 
 std::string name_of(const Case& c) {
@@ -38,7 +39,8 @@ std::string name_of(const Case& c) {
   return std::string(k) + "_" + v +
          (c.device == FEM_DEVICE_HOST    ? "_host"
           : c.device == FEM_DEVICE_DEBUG ? "_debug"
-                                         : "_cuda");
+                                         : "_cuda") +
+         (c.resident ? "_resident" : "");
 }
 
 class TableOp : public ::testing::TestWithParam<Case> {
@@ -99,6 +101,29 @@ class TableOp : public ::testing::TestWithParam<Case> {
     if (key_words() == 2) return {k * 7 + 3, k == -1 ? 5 : k};
     return {0, k == -1 ? -2 : k};  // -1 is reserved
   }
+  // The caller's array where the case puts it: on the host, or copied into the table's
+  // executor memory (as a CUDA tensor's or a device buffer's), the ops taking it in place.
+  template <class T>
+  T* at(const char* table, std::vector<T>& host) {
+    if (!GetParam().resident || host.empty()) return host.data();
+    const auto exec = fem::store().get<fem::gpu::Table>(table)->executor();
+    auto& b = buffers_.emplace_back(exec, host.size() * sizeof(T));
+    b.upload({reinterpret_cast<const unsigned char*>(host.data()), b.size()});
+    exec.context().synchronize();
+    return reinterpret_cast<T*>(b.data());
+  }
+  // An output array's values back on the host.
+  template <class T>
+  void back(const T* where, std::vector<T>& host) {
+    if (static_cast<const void*>(where) == static_cast<const void*>(host.data())) return;
+    for (auto& b : buffers_)
+      if (static_cast<const void*>(b.data()) == static_cast<const void*>(where)) {
+        b.download({reinterpret_cast<unsigned char*>(host.data()), b.size()});
+        fem::store().get<fem::gpu::Table>("t")->executor().context().synchronize();
+      }
+  }
+  std::vector<fem::gpu::DeviceBuffer<unsigned char>> buffers_;
+
   void SetUp() override {
     if (GetParam().device == FEM_DEVICE_CUDA && !fem::gpu::cuda_available())
       GTEST_SKIP() << "no CUDA device (scripts/gpu-check.sh runs these)";
@@ -119,9 +144,10 @@ TEST_P(TableOp, EveryOpAgreesWithAMap) {
       values[i] =
           c.value == FEM_F64 ? 0.25 * static_cast<double>(rng() % 1000) : static_cast<double>(rng() % 100000);
     }
-    const auto k = pack_keys(keys);
-    const auto v = pack_values(values);
-    ASSERT_EQ(fem_table_insert("t", k.data(), v.data(), static_cast<int64_t>(keys.size())), FEM_OK) << last();
+    auto k = pack_keys(keys);
+    auto v = pack_values(values);
+    ASSERT_EQ(fem_table_insert("t", at("t", k), at("t", v), static_cast<int64_t>(keys.size())), FEM_OK)
+        << last();
     for (std::size_t i = 0; i < keys.size(); ++i) expected[keys[i]] = values[i];  // the later assignment wins
     int64_t size = -1;
     ASSERT_EQ(fem_table_size("t", &size), FEM_OK);
@@ -130,11 +156,15 @@ TEST_P(TableOp, EveryOpAgreesWithAMap) {
   // Finds of present and missing keys.
   std::vector<Key> queries(800);
   for (auto& q : queries) q = random_key(rng, 1500);
-  const auto qk = pack_keys(queries);
+  auto qk = pack_keys(queries);
   std::vector<char> got(queries.size() * value_bytes(), 0);
   std::vector<uint8_t> found(queries.size(), 9);
-  ASSERT_EQ(fem_table_find("t", qk.data(), got.data(), found.data(), static_cast<int64_t>(queries.size())),
-            FEM_OK);
+  char* got_at = at("t", got);
+  uint8_t* found_at = at("t", found);
+  ASSERT_EQ(fem_table_find("t", at("t", qk), got_at, found_at, static_cast<int64_t>(queries.size())), FEM_OK)
+      << last();
+  back(got_at, got);
+  back(found_at, found);
   int missing = 0;
   for (std::size_t i = 0; i < queries.size(); ++i) {
     const auto it = expected.find(queries[i]);
@@ -156,7 +186,11 @@ TEST_P(TableOp, EveryOpAgreesWithAMap) {
   ASSERT_EQ(n, static_cast<int64_t>(expected.size()));
   std::vector<char> ek(static_cast<std::size_t>(n) * key_bytes()),
       ev(static_cast<std::size_t>(n) * value_bytes());
-  ASSERT_EQ(fem_table_export("t", ek.data(), ev.data(), n, &n), FEM_OK) << last();
+  char* ek_at = at("t", ek);
+  char* ev_at = at("t", ev);
+  ASSERT_EQ(fem_table_export("t", ek_at, ev_at, n, &n), FEM_OK) << last();
+  back(ek_at, ek);
+  back(ev_at, ev);
   std::size_t i = 0;
   for (const auto& [key, value] : expected) {  // std::map: the same order (high, then low)
     EXPECT_EQ(std::vector<char>(ek.begin() + i * key_bytes(), ek.begin() + (i + 1) * key_bytes()),
@@ -170,26 +204,30 @@ TEST_P(TableOp, EveryOpAgreesWithAMap) {
 TEST_P(TableOp, InsertUniqueNumbersInFirstOccurrenceOrder) {
   const Case c = GetParam();
   if (c.value == FEM_F64) {
-    ASSERT_EQ(fem_table_create("u", c.key, c.value, 0, 0, c.device), FEM_OK);
+    ASSERT_EQ(fem_table_create("t", c.key, c.value, 0, 0, c.device), FEM_OK);
     const auto k = pack_keys({{0, 1}});
     double id = 0;
-    EXPECT_EQ(fem_table_insert_unique("u", k.data(), &id, nullptr, 1), FEM_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(fem_table_insert_unique("t", k.data(), &id, nullptr, 1), FEM_ERR_INVALID_ARGUMENT);
     EXPECT_NE(last().find("float64"), std::string::npos) << last();
     return;
   }
-  ASSERT_EQ(fem_table_create("u", c.key, c.value, 16, 0.5, c.device), FEM_OK) << last();
+  ASSERT_EQ(fem_table_create("t", c.key, c.value, 16, 0.5, c.device), FEM_OK) << last();
   std::mt19937_64 rng(11);
   std::map<Key, int64_t> ids;
   for (int batch = 0; batch < 3; ++batch) {
     std::vector<Key> keys(400);
     for (auto& k : keys) k = random_key(rng, 500);
-    const auto packed = pack_keys(keys);
+    auto packed = pack_keys(keys);
     std::vector<char> out(keys.size() * value_bytes());
     std::vector<uint8_t> is_new(keys.size());
-    ASSERT_EQ(fem_table_insert_unique("u", packed.data(), out.data(), is_new.data(),
-                                      static_cast<int64_t>(keys.size())),
-              FEM_OK)
+    char* out_at = at("t", out);
+    uint8_t* is_new_at = at("t", is_new);
+    ASSERT_EQ(
+        fem_table_insert_unique("t", at("t", packed), out_at, is_new_at, static_cast<int64_t>(keys.size())),
+        FEM_OK)
         << last();
+    back(out_at, out);
+    back(is_new_at, is_new);
     for (std::size_t i = 0; i < keys.size(); ++i) {
       const bool fresh = ids.emplace(keys[i], static_cast<int64_t>(ids.size())).second;
       EXPECT_EQ(is_new[i], fresh ? 1 : 0) << i;
@@ -202,7 +240,10 @@ std::vector<Case> all_cases() {
   std::vector<Case> out;
   for (int32_t device : {FEM_DEVICE_HOST, FEM_DEVICE_DEBUG, FEM_DEVICE_CUDA})
     for (int32_t key : {int32_t{FEM_I32}, int32_t{FEM_I64}, int32_t{FEM_TABLE_KEY_PAIR}})
-      for (int32_t value : {FEM_I32, FEM_I64, FEM_F64}) out.push_back({key, value, device});
+      for (int32_t value : {FEM_I32, FEM_I64, FEM_F64}) {
+        out.push_back({key, value, device});
+        if (device != FEM_DEVICE_HOST) out.push_back({key, value, device, true});
+      }
   return out;
 }
 
@@ -241,6 +282,41 @@ TEST(TableOpErrors, EachIsOneMessageAndChangesNothing) {
   const int64_t one = 1;
   ASSERT_EQ(fem_put_f64("array", &x, 1, &one, nullptr), FEM_OK);
   EXPECT_EQ(fem_table_insert("array", keys, values, 1), FEM_ERR_WRONG_TYPE);
+}
+
+// Arrays in the debug device's memory: a reserved key is found there and refused, and one
+// call's arrays are all in one place.
+TEST(TableOpErrors, DeviceArraysAreCheckedWhereTheyAre) {
+  ASSERT_EQ(fem_clear(), FEM_OK);
+  for (int32_t key_type : {int32_t{FEM_I32}, int32_t{FEM_I64}}) {
+    ASSERT_EQ(fem_table_create("d", key_type, FEM_I64, 0, 0, FEM_DEVICE_DEBUG), FEM_OK);
+    const auto exec = fem::store().get<fem::gpu::Table>("d")->executor();
+    const std::size_t kb = key_type == FEM_I32 ? 4 : 8;
+    fem::gpu::DeviceBuffer<unsigned char> keys(exec, 3 * kb), values(exec, 3 * 8);
+    std::vector<unsigned char> k(3 * kb, 0);
+    for (int i = 0; i < 3; ++i) {
+      const int64_t key = i == 1 ? -1 : 10 + i;
+      std::memcpy(&k[i * kb], &key, kb);  // little-endian: the low bytes
+    }
+    keys.upload(k);
+    const int64_t host_values[3] = {1, 2, 3};
+    values.upload({reinterpret_cast<const unsigned char*>(host_values), 24});
+    EXPECT_EQ(fem_table_insert("d", keys.data(), values.data(), 3), FEM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last().find("key 1 is the reserved key -1"), std::string::npos) << last();
+    int64_t size = -1;
+    ASSERT_EQ(fem_table_size("d", &size), FEM_OK);
+    EXPECT_EQ(size, 0);
+    EXPECT_EQ(fem_table_insert("d", keys.data(), host_values, 1), FEM_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(last().find("keys are in the device's memory but values in host memory"), std::string::npos)
+        << last();
+    EXPECT_EQ(fem_table_insert("d", keys.data(), values.data(), 1), FEM_OK) << last();
+    int64_t got = 0;
+    uint8_t found = 0;
+    EXPECT_EQ(fem_table_find("d", keys.data(), &got, &found, 1), FEM_ERR_INVALID_ARGUMENT);
+    ASSERT_EQ(fem_table_find("d", k.data(), &got, &found, 1), FEM_OK) << last();  // host keys: copied
+    EXPECT_EQ(found, 1);
+    EXPECT_EQ(got, 1);
+  }
 }
 
 TEST(TableOpLifetime, AHolderKeepsItsTableAndAReplacementServesLaterOps) {

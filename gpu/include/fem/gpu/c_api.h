@@ -24,7 +24,14 @@ extern "C" {
  * Value types: FEM_I32, FEM_I64, FEM_F64. */
 #define FEM_TABLE_KEY_PAIR 16
 
-/* Where a table lives: the host, the debug device (the device code path on the CPU), or CUDA. */
+/* Where a table lives: the host, the debug device (the device code path on the CPU), or CUDA.
+ *
+ * The arrays of an op are aligned to their element size and are either all host memory or, for
+ * a table on the CUDA device, all device (or managed) memory of that device, told apart with
+ * cudaPointerGetAttributes: device arrays are used where they are (the keys checked there, the
+ * op returning when its work on the table's stream is done; work of yours that writes them must
+ * be complete first), host arrays are copied over in chunks. int64 and pair keys and the values
+ * are used in place; int32 keys are sign-extended (on the device for device arrays). */
 typedef enum fem_device { FEM_DEVICE_HOST = 0, FEM_DEVICE_DEBUG = 1, FEM_DEVICE_CUDA = 2 } fem_device;
 
 /* A table for about expected_size keys, growing past load_factor (0.05 .. 0.9; 0: 0.5),
@@ -38,8 +45,7 @@ int fem_table_insert(const char* key, const void* keys, const void* values, int6
  * values only. */
 int fem_table_insert_unique(const char* key, const void* keys, void* ids, uint8_t* is_new, int64_t n);
 /* values[i] = the value of keys[i]; found[i] (may be NULL) 1 or 0; where absent values[i] is all
- * ones (-1, or a NaN for FEM_F64). Arrays are aligned to their element size; int64 and pair keys
- * and the values are used in place, without a copy. */
+ * ones (-1, or a NaN for FEM_F64). */
 int fem_table_find(const char* key, const void* keys, void* values, uint8_t* found, int64_t n);
 /* The number of keys (a counter, no scan). */
 int fem_table_size(const char* key, int64_t* size);

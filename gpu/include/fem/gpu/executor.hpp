@@ -25,6 +25,12 @@ struct DeviceProperties {
 /// The services a device gives the GPU library: a stream, allocation, copies and properties.
 /// Every operation is ordered on the context's stream; synchronize() waits for all of them.
 /// Inject your own (e.g. your simulation's stream and pool allocator) through Executor::cuda().
+namespace detail {
+/// Whether p points into CUDA device (or managed) memory: cudaPointerGetAttributes; false
+/// without CUDA or for host memory.
+bool cuda_device_pointer(const void* p) noexcept;
+}  // namespace detail
+
 class GpuContext {
  public:
   virtual ~GpuContext() = default;
@@ -50,6 +56,10 @@ class GpuContext {
   /// asynchronously at the bus's speed, where the driver stages pageable memory through a
   /// buffer of its own and returns only when done. Host contexts: ordinary memory.
   virtual void* allocate_pinned(std::size_t bytes) { return ::operator new(bytes); }
+  /// Whether p points into this context's executor memory (so that an op takes it in place
+  /// rather than copying it over): device memory for CUDA contexts, the allocations of the
+  /// debug device, nothing for the host twin (whose memory is the host's).
+  virtual bool holds(const void* p) const noexcept { return !on_host() && detail::cuda_device_pointer(p); }
   virtual void deallocate_pinned(void* ptr) noexcept { ::operator delete(ptr); }
 };
 

@@ -79,8 +79,16 @@ class HashTable {
   void insert_async(const K* keys, const V* values, std::size_t n);
   void insert_unique_async(const K* keys, V* ids, std::uint8_t* is_new, std::size_t n);
   void find_async(const K* keys, V* values, std::uint8_t* found, std::size_t n) const;
-  /// insert_unique on arrays already in the executor's memory; blocking, grows as needed.
+  // --- blocking forms on executor-resident arrays: they grow as needed and return when done.
+  // Like the _async forms they take the keys as given (the connectivity builds its own);
+  // first_invalid_resident checks a batch from elsewhere.
+  void insert_resident(const K* keys, const V* values, std::size_t n);
   void insert_unique_resident(const K* keys, V* ids, std::uint8_t* is_new, std::size_t n);
+  void find_resident(const K* keys, V* values, std::uint8_t* found, std::size_t n) const;
+  /// The index of the first reserved key of keys[0, n) in executor memory, or n.
+  std::size_t first_invalid_resident(const K* keys, std::size_t n) const;
+  /// out[i] = in[i] sign-extended, both in executor memory (int32 keys for a 64-bit table).
+  void widen_keys_resident(const std::int32_t* in, std::size_t n, K* out) const;
   /// Writes size() entries; the arrays must hold that many.
   void export_async(K* keys, V* values) const;
 

@@ -46,9 +46,12 @@ class Table {
   static std::string name(Key k);
   static std::string name(Value v);
 
-  // Batched ops on host arrays of n entries of the table's types, aligned to their element size.
-  // int64 and pair keys and every value type are used in place (no copy); int32 keys are
-  // sign-extended.
+  // Batched ops on arrays of n entries of the table's types, aligned to their element size,
+  // either all on the host or all in the table's executor memory (device pointers for a CUDA
+  // table; the debug device's own allocations), told apart by GpuContext::holds. Host arrays of
+  // a device table are copied over in chunks; executor arrays are used where they are, the keys
+  // checked there. int64 and pair keys and every value type are used in place (no copy); int32
+  // keys are sign-extended (on the executor for executor arrays).
   /// Insert or assign.
   void insert(const void* keys, const void* values, std::size_t n) const;
   /// Dedupe and number: ids[i] the id of keys[i] (new keys numbered size(), size()+1, ... in
