@@ -60,6 +60,12 @@ endfunction()
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
+# Spectra (header-only, on Eigen): the Lanczos of fem/eigen. Only its headers, privately: the
+# installed package needs nothing of it.
+find_path(FEM_SPECTRA_INCLUDE_DIR Spectra/SymGEigsShiftSolver.h)
+if(NOT FEM_SPECTRA_INCLUDE_DIR)
+  message(FATAL_ERROR "Spectra not found: scripts/install-deps.sh installs it (Debian libspectra-dev)")
+endif()
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 set_package_properties(fmt PROPERTIES TYPE REQUIRED PURPOSE "error messages and formatting")
 set_package_properties(Eigen3 PROPERTIES TYPE REQUIRED PURPOSE "Eigen solvers (always available)")

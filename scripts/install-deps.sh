@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   g++ cmake ninja-build pkg-config
-  libeigen3-dev libsuitesparse-dev libmetis-dev libopenblas-dev
+  libeigen3-dev libspectra-dev libsuitesparse-dev libmetis-dev libopenblas-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libfast-float-dev zlib1g-dev libmuparser-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )

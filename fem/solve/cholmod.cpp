@@ -242,6 +242,11 @@ class Cholmod final : public SuiteSparseFactorization<CholmodSymbolic, Backend::
  public:
   using SuiteSparseFactorization::SuiteSparseFactorization;
   ~Cholmod() override { release(); }
+  /// A Cholesky factor exists: positive definite (of the matrix as given: none pinned).
+  std::optional<Inertia> inertia() const noexcept override {
+    if (!factorized() || !pinned().empty()) return std::nullopt;
+    return Inertia{0, 0, size()};
+  }
 
  protected:
   Result do_factorize(const CsrMatrix& A, bool refactor) override {

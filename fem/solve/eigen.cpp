@@ -115,6 +115,12 @@ class Ldlt final : public Factorization {
   ~Ldlt() override { add_live_factor_bytes(-static_cast<std::int64_t>(bytes_)); }
   Backend backend() const noexcept override { return Backend::ldlt; }
   std::size_t factor_nonzeros() const noexcept override { return nnz_; }
+  std::optional<Inertia> inertia() const noexcept override {
+    if (!factorized() || !pinned().empty()) return std::nullopt;  // of the matrix as given
+    Inertia in;
+    for (const double d : solver_.vectorD()) (d < 0 ? in.negative : d > 0 ? in.positive : in.zero) += 1;
+    return in;
+  }
   std::size_t bytes() const noexcept override { return bytes_; }
 
  protected:

@@ -490,6 +490,9 @@ class Automatic final : public Factorization {
   std::size_t factor_nonzeros() const noexcept override { return inner_ ? inner_->factor_nonzeros() : 0; }
   std::size_t bytes() const noexcept override { return inner_ ? inner_->bytes() : 0; }
   Backend chosen() const noexcept { return inner_ ? inner_->backend() : Backend::automatic; }
+  std::optional<Inertia> inertia() const noexcept override {
+    return inner_ && factorized() ? inner_->inertia() : std::nullopt;
+  }
 
  protected:
   std::shared_ptr<const Symbolic> do_analyze(std::shared_ptr<const CsrPattern> pattern, Ordering) override {

@@ -10,6 +10,7 @@
 #include <fem/null_space.hpp>
 #include <fem/store.hpp>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -167,6 +168,13 @@ struct PhaseCounts {
   std::int64_t refactorizations = 0;  ///< numeric factorizations that reused an analysis
 };
 
+/// The inertia of a factorized symmetric matrix (Sylvester: the signs of D in P A Pᵀ = L D Lᵀ):
+/// how many eigenvalues are negative, zero and positive. fem::eigen counts eigenvalues below a
+/// shift with it (a Sturm count).
+struct Inertia {
+  index_t negative = 0, zero = 0, positive = 0;
+};
+
 /// One backend's factorization of one matrix, with Eigen's phases. The non-const phases are
 /// for one owner; the const solves are safe from many threads at once.
 class Factorization {
@@ -206,6 +214,9 @@ class Factorization {
   virtual std::size_t bytes() const noexcept = 0;
   /// The ordering actually used.
   Ordering ordering() const noexcept;
+  /// The inertia of the factorized matrix where the backend knows it: ldlt (the signs of D),
+  /// cholmod (a Cholesky factorization exists: all positive); nullopt for LU backends.
+  virtual std::optional<Inertia> inertia() const noexcept { return std::nullopt; }
   const std::shared_ptr<const Symbolic>& symbolic() const noexcept { return symbolic_; }
   /// The null space the last factorize() solved with (declared or detected), or nullptr.
   const std::shared_ptr<const NullSpace>& null_space() const noexcept { return null_space_; }
