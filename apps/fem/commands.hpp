@@ -22,6 +22,8 @@ void add_heat(CLI::App& app);
 void add_nonlinear(CLI::App& app);
 /// Registers `fem elasticity` (elasticity.cpp).
 void add_elasticity(CLI::App& app);
+/// Registers `fem modes` (modes.cpp).
+void add_modes(CLI::App& app);
 
 /// "fem 0.1.0 (Release build; with cuda petsc suitesparse metis python)": `fem --version`.
 std::string version_text();

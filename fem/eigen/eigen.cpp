@@ -9,6 +9,7 @@
 #include <Eigen/Core>
 #include <Eigen/Eigenvalues>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -21,6 +22,13 @@ namespace {
 
 using Eigen::MatrixXd;
 using Eigen::VectorXd;
+
+struct Clock {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+};
 
 std::uint64_t fnv1a(std::span<const index_t> v) {
   std::uint64_t h = 1469598103934665603ull;
@@ -190,7 +198,10 @@ std::shared_ptr<const solve::Factorization> operator_factorization(Problem& p, d
     lin.backend = solve::available(solve::Backend::umfpack) ? solve::Backend::umfpack : solve::Backend::lu;
   for (int attempt = 0;; ++attempt) {
     try {
-      return solve::factorization(p.store, shifted_key(p, sigma), lin);
+      const Clock clock;
+      auto f = solve::factorization(p.store, shifted_key(p, sigma), lin);
+      r.factorize_seconds += clock.seconds();
+      return f;
     } catch (const NumericalError& e) {
       if (attempt == 2) throw;
       const double nudged = sigma + 1e-7 * std::max(std::abs(sigma), 1e-3);
@@ -209,7 +220,9 @@ index_t sturm(Problem& p, double tau, const Options& o, Result* r) {
   for (int attempt = 0;; ++attempt) {
     try {
       const auto before = p.store.counter("solve.factorizations");
+      const Clock clock;
       const auto f = solve::factorization(p.store, shifted_key(p, tau), lin);
+      if (r) r->factorize_seconds += clock.seconds();
       if (r && p.store.counter("solve.factorizations") != before) ++r->sturm_factorizations;
       p.store.count("eigen.sturm_counts");
       const auto inertia = f->inertia();
@@ -385,12 +398,14 @@ void finish(const Problem& p, const Pairs& pairs, Result& r) {
   }
   r.eigenvalues = pairs.values;
   r.residuals.resize(static_cast<std::size_t>(k));
-  const double floor = 1e-14 * p.K->norm_inf();
+  // The backward error of each pair (SLEPc's EPS_ERROR_BACKWARD, with ∞-norms of K and M): it
+  // stays meaningful for a zero eigenvalue, where ‖Kx‖ and λ‖Mx‖ both vanish.
+  const double k_norm = p.K->norm_inf(), m_norm = p.M->norm_inf();
   for (index_t j = 0; j < k; ++j) {
     const double lambda = pairs.values[static_cast<std::size_t>(j)];
-    const double kx = KX.col(j).norm(), mx = std::abs(lambda) * MX.col(j).norm();
     const double res = (KX.col(j) - lambda * MX.col(j)).norm();
-    r.residuals[static_cast<std::size_t>(j)] = res / std::max({kx, mx, floor});
+    const double scale = (k_norm + std::abs(lambda) * m_norm) * X.col(j).norm();
+    r.residuals[static_cast<std::size_t>(j)] = scale > 0 ? res / scale : res;
     r.residual_max = std::max(r.residual_max, r.residuals[static_cast<std::size_t>(j)]);
   }
   const MatrixXd G = X.transpose() * MX - MatrixXd::Identity(k, k);
@@ -417,6 +432,7 @@ void check_options(const Options& o, index_t n) {
 }  // namespace
 
 Result solve(Store& store, const std::string& k_key, const std::string& m_key, const Options& o) {
+  const Clock total;
   Problem p = make_problem(store, k_key, m_key, o);
   check_options(o, p.full_size);
   Result r;
@@ -459,9 +475,10 @@ Result solve(Store& store, const std::string& k_key, const std::string& m_key, c
                    : o.which == Which::nearest ? o.shift
                                                : 0.5 * (o.lower + o.upper);
     index_t wanted = std::min(o.count, n - 1);
-    index_t expected_in_interval = -1;
+    index_t expected_in_interval = -1, below_interval = 0;
     if (o.which == Which::interval) {
-      expected_in_interval = sturm(p, o.upper, o, &r) - sturm(p, o.lower, o, &r);
+      below_interval = sturm(p, o.lower, o, &r);
+      expected_in_interval = sturm(p, o.upper, o, &r) - below_interval;
       r.sturm_count = expected_in_interval;
       if (expected_in_interval > o.count) {
         r.missing = expected_in_interval - o.count;
@@ -471,6 +488,8 @@ Result solve(Store& store, const std::string& k_key, const std::string& m_key, c
                         o.lower, o.upper, expected_in_interval, o.count, r.missing));
       }
       wanted = std::min(expected_in_interval, o.count);
+      // All of them: from the middle; some: the lowest, from the lower end.
+      if (expected_in_interval > o.count) sigma = o.lower;
     }
     // Where σ lies: the Sturm count below it (nearest), or an interval that holds eigenvalues,
     // decides between Cholesky (below the spectrum) and LU (inside it).
@@ -487,6 +506,10 @@ Result solve(Store& store, const std::string& k_key, const std::string& m_key, c
     const std::string chosen =
         in && in->negative == 0 ? "cholmod" : std::string(solve::to_string(f->backend()));
     r.method = fmt::format("shift-invert Lanczos (Spectra), {}", chosen);
+    r.backend = in && in->negative == 0 && f->backend() == solve::Backend::automatic ? solve::Backend::cholmod
+                                                                                     : f->backend();
+    r.ordering = f->ordering();
+    r.factor_nonzeros = f->factor_nonzeros();
     if (o.which == Which::smallest && !(in && in->negative == 0))
       throw InvalidArgument(
           fmt::format("eigen: K - sigma M is not positive definite at sigma = {:.6g}: K '{}' has "
@@ -494,25 +517,47 @@ Result solve(Store& store, const std::string& k_key, const std::string& m_key, c
                       "interval",
                       sigma, k_key));
 
-    Pairs found;
-    if (wanted > 0) {
-      found = lanczos(p, *f, sigma, wanted, nullptr, o, r, 1);
-      if (o.which == Which::interval) {
-        std::vector<index_t> inside;
-        for (index_t i = 0; i < static_cast<index_t>(found.values.size()); ++i)
-          if (found.values[static_cast<std::size_t>(i)] >= o.lower &&
-              found.values[static_cast<std::size_t>(i)] <= o.upper)
-            inside.push_back(i);
-        found = select(found, inside);
+    // Every converged pair is kept (and locked in later runs); `found` is the selection: the
+    // nearest σ, or for an interval the lowest inside it.
+    Pairs all, found;
+    const auto reselect = [&] {
+      if (o.which != Which::interval) {
+        found = select(all, nearest(all, sigma, wanted));
+        return;
       }
+      std::vector<index_t> inside;
+      for (index_t i = 0; i < static_cast<index_t>(all.values.size()); ++i)
+        if (all.values[static_cast<std::size_t>(i)] >= o.lower &&
+            all.values[static_cast<std::size_t>(i)] <= o.upper)
+          inside.push_back(i);
+      std::sort(inside.begin(), inside.end(), [&](index_t a, index_t b) {
+        return all.values[static_cast<std::size_t>(a)] < all.values[static_cast<std::size_t>(b)];
+      });
+      if (static_cast<index_t>(inside.size()) > wanted) inside.resize(static_cast<std::size_t>(wanted));
+      found = select(all, inside);
+    };
+    // Below the lowest end: an interval's eigenvalues nearest a lower shift compete with those
+    // under it.
+    const index_t slack = o.which == Which::interval && sigma == o.lower ? 4 : 0;
+    if (wanted > 0) {
+      all = lanczos(p, *f, sigma, wanted + slack, nullptr, o, r, 1);
+      reselect();
     }
     // Sturm counts over the window of the results; missed eigenvalues (a copy of a multiple
     // one, typically) are looked for again in the M-orthogonal complement of those found.
     const auto missing_now = [&]() -> index_t {
       const auto k = static_cast<index_t>(found.values.size());
-      if (o.which == Which::interval) return std::min(expected_in_interval, o.count) - k;
-      if (k == 0) return wanted;
+      if (k < wanted) return wanted - k;
+      if (k == 0) return 0;
       const double hi = found.values.back() + gap(found.values.back(), scale);
+      if (o.which == Which::interval) {
+        if (expected_in_interval <= o.count) return 0;
+        // The lowest `count`: none missing below the top one (copies of the top one may be cut).
+        const double lo = found.values.back() - gap(found.values.back(), scale);
+        const auto under = static_cast<index_t>(
+            std::count_if(found.values.begin(), found.values.end(), [&](double v) { return v < lo; }));
+        return sturm(p, lo, o, &r) - below_interval - under;
+      }
       const index_t above = sturm(p, hi, o, &r);
       const index_t below = o.which == Which::smallest
                                 ? 0
@@ -540,19 +585,10 @@ Result solve(Store& store, const std::string& k_key, const std::string& m_key, c
         ++r.restarts;
         store.count("eigen.restarts");
         const Pairs more =
-            lanczos(p, *f, sigma, missing, &found.vectors, o, r, 2 + static_cast<unsigned>(pass));
+            lanczos(p, *f, sigma, missing + slack, &all.vectors, o, r, 2 + static_cast<unsigned>(pass));
         if (more.values.empty()) continue;
-        found = merge(found, more);
-        if (o.which == Which::interval) {
-          std::vector<index_t> inside;
-          for (index_t i = 0; i < static_cast<index_t>(found.values.size()); ++i)
-            if (found.values[static_cast<std::size_t>(i)] >= o.lower &&
-                found.values[static_cast<std::size_t>(i)] <= o.upper)
-              inside.push_back(i);
-          found = select(found, inside);
-        } else {
-          found = select(found, nearest(found, sigma, wanted));
-        }
+        all = merge(all, more);
+        reselect();
       }
     }
     if (static_cast<index_t>(found.values.size()) < wanted && r.missing == 0) {
@@ -562,8 +598,11 @@ Result solve(Store& store, const std::string& k_key, const std::string& m_key, c
     finish(p, found, r);
   }
   store.count("eigen.operator_applications", r.operator_applications);
+  store.count("solve.solves",
+              r.operator_applications);  // solves with cached factorizations, as the contract counts them
+  r.solve_seconds = std::max(0.0, total.seconds() - r.factorize_seconds);
   for (double res : r.residuals)
-    if (!(res <= 1e-6)) r.converged = false;
+    if (!(res <= 1e-8)) r.converged = false;
   return r;
 }
 

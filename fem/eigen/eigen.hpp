@@ -59,7 +59,8 @@ struct Result {
   std::vector<double> eigenvalues;  ///< ascending
   /// size × modes, column-major, M-orthonormal; zero at the constrained unknowns.
   std::vector<double> vectors;
-  /// ‖Kx − λMx‖ / max(‖Kx‖, |λ|‖Mx‖) of each pair (2-norms, on the free unknowns).
+  /// The relative residual of each pair, ‖Kx − λMx‖₂ / ((‖K‖∞ + |λ|‖M‖∞)‖x‖₂) on the free
+  /// unknowns: the backward error (SLEPc's EPS_ERROR_BACKWARD), meaningful for λ = 0 too.
   std::vector<double> residuals;
   double shift = 0.0;  ///< the shift of the operator
   double residual_max = 0.0;
@@ -75,7 +76,14 @@ struct Result {
   index_t operator_applications = 0;  ///< solves with the shifted factorization
   index_t sturm_factorizations = 0;   ///< LDLᵀ factorizations made for Sturm counts
   std::string method;                 ///< e.g. "shift-invert Lanczos (Spectra), cholmod"
-  std::vector<std::string> log;       ///< decisions and warnings, one line each
+  /// The operator's factorization: its backend (the one chosen by automatic), ordering and
+  /// factor nonzeros.
+  solve::Backend backend = solve::Backend::automatic;
+  solve::Ordering ordering = solve::Ordering::automatic;
+  std::size_t factor_nonzeros = 0;
+  double factorize_seconds = 0.0;  ///< in factorizations (the operator's, Sturm counts')
+  double solve_seconds = 0.0;      ///< the rest: Lanczos, its solves, residuals
+  std::vector<std::string> log;    ///< decisions and warnings, one line each
 
   index_t modes() const noexcept { return static_cast<index_t>(eigenvalues.size()); }
   std::span<const double> vector(index_t mode) const {

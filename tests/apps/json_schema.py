@@ -4,7 +4,7 @@ is strict enough to catch a broken contract.
 
     json_schema.py FEM_EXECUTABLE
 
-Runs info, partition, poisson, heat, nonlinear and elasticity serially (plain runs and the
+Runs info, partition, poisson, heat, nonlinear, elasticity and modes serially (plain runs and the
 variants that add fields: --exact, --output, a singular system, --continuation, a Newton run that
 does not converge, 3D, order 2, plane stress, --device debug-device, a distributed solver on one
 process when fem has PETSc), and one `mpirun -n 2` poisson run when mpirun is there. Each document
@@ -84,6 +84,12 @@ runs = [
     ("elasticity", ["elasticity", "gen:cube-tet4:3", "--traction", "all=0,0,0"], {0}),  # rigid motions free
     ("elasticity", ["elasticity", os.path.join(MESHES, "cylinder_v41.msh"), "--fixed", "all",
                     "--body-force", "0,0,-1"], {0}),
+    ("modes", ["modes", "gen:square-tri3:16", "--count", "4", "--dirichlet", "all=0"], {0}),
+    ("modes", ["modes", "gen:square-quad4:12", "--count", "3", "--range", "40:200", "--dirichlet", "all=0",
+               "--output", os.path.join(work, "m.pvd")], {0}),
+    ("modes", ["modes", "gen:square-tri3:8", "--problem", "elasticity", "--fixed", "left", "--count", "4",
+               "--plane", "stress"], {0}),
+    ("modes", ["modes", "gen:cube-tet4:3", "--problem", "elasticity", "--count", "8", "--shift", "0.5"], {0}),
 ]
 if has_petsc:
     runs.append(("poisson", ["poisson", "gen:square-tri3:8", "--dirichlet", "all=0", "--source", "1", "--solver",
@@ -124,7 +130,7 @@ for i, (name, args, codes) in enumerate(runs):
             failures.append(f"{shown}: expected ranks 2 and the dist counters, got ranks {doc.get('ranks')}")
         documents["distributed"] = doc
 
-missing = {"info", "partition", "poisson", "heat", "nonlinear", "elasticity"} - seen
+missing = {"info", "partition", "poisson", "heat", "nonlinear", "elasticity", "modes"} - seen
 if missing:
     failures.append(f"no validated output of {sorted(missing)}")
 
