@@ -212,26 +212,18 @@ std::shared_ptr<const solve::Factorization> operator_factorization(Problem& p, d
   }
 }
 
-// Eigenvalues below τ: the negative pivots of a cached LDLᵀ of K − τM (τ nudged off an
-// eigenvalue where a pivot vanishes).
+// Eigenvalues below τ: the negative pivots of an LDLᵀ of K − τM (solve::inertia: supernodal, on
+// the pattern's cached analysis; τ nudged off an eigenvalue where a pivot vanishes).
 index_t sturm(Problem& p, double tau, const Options& o, Result* r) {
-  solve::Options lin = operator_options(o);
-  lin.backend = solve::Backend::ldlt;
   for (int attempt = 0;; ++attempt) {
-    try {
-      const auto before = p.store.counter("solve.factorizations");
-      const Clock clock;
-      const auto f = solve::factorization(p.store, shifted_key(p, tau), lin);
-      if (r) r->factorize_seconds += clock.seconds();
-      if (r && p.store.counter("solve.factorizations") != before) ++r->sturm_factorizations;
-      p.store.count("eigen.sturm_counts");
-      const auto inertia = f->inertia();
-      if (!inertia) throw Error("eigen: the ldlt factorization reports no inertia");
-      if (inertia->zero == 0) return inertia->negative;
-    } catch (const NumericalError&) {
-      if (attempt == 2) throw;
-    }
-    tau += 1e-9 * std::max(std::abs(tau), 1e-3);
+    const auto before = p.store.counter("solve.factorizations");
+    const Clock clock;
+    const solve::Inertia in = solve::inertia(p.store, shifted_key(p, tau), operator_options(o));
+    if (r) r->factorize_seconds += clock.seconds();
+    if (r && p.store.counter("solve.factorizations") != before) ++r->sturm_factorizations;
+    p.store.count("eigen.sturm_counts");
+    if (in.zero == 0 || attempt == 2) return in.negative;
+    tau += 1e-9 * std::max(std::abs(tau), 1e-3);  // on an eigenvalue: just above it
   }
 }
 

@@ -18,37 +18,43 @@ std::string symbolic_key(Backend backend, Ordering ordering, const CsrPattern& p
 }
 
 // A factorization of `matrix` with one backend, its analysis taken from (or put in) the store.
-std::unique_ptr<Factorization> make_with_cached_symbolic(Store& store, const CsrMatrix& matrix,
-                                                         Backend backend, const Options& options,
-                                                         Result& result) {
-  auto f = make_factorization(backend, options);
+// The analysis of `matrix`'s pattern for `backend`: the store's (counted in
+// solve.symbolic_analyses when it had to be made), or a private one when a cached analysis of
+// the same fingerprint has another structure.
+std::shared_ptr<const Symbolic> cached_symbolic(Store& store, const CsrMatrix& matrix, Backend backend,
+                                                const Options& options) {
   const CsrPattern& pattern = matrix.pattern();
   const Ordering ordering = detail::resolve_ordering(backend, options.ordering, pattern);
   const std::string skey = symbolic_key(backend, ordering, pattern);
+  Options o = options;
+  o.ordering = ordering;
   bool analyzed = false;
   auto symbolic = store.get_or_compute<Symbolic>(skey, {}, [&] {
     analyzed = true;
-    Options o = options;
-    o.ordering = ordering;
     auto g = make_factorization(backend, o);
     g->analyze(matrix.pattern_ptr());
     return g->symbolic();
   });
   if (analyzed) {
     store.count("solve.symbolic_analyses");
-    f->use_symbolic(symbolic);
   } else if (symbolic->pattern_ptr() == matrix.pattern_ptr() || symbolic->pattern().same_structure(pattern)) {
-    f->use_symbolic(symbolic);
     store.count("solve.refactorizations");
   } else {
     // Equal fingerprints, different structures: never share; analyze privately.
     store.count("solve.symbolic_collisions");
     store.count("solve.symbolic_analyses");
-    Options o = options;
-    o.ordering = ordering;
-    f = make_factorization(backend, o);
-    f->analyze(matrix.pattern_ptr());
+    auto g = make_factorization(backend, o);
+    g->analyze(matrix.pattern_ptr());
+    symbolic = g->symbolic();
   }
+  return symbolic;
+}
+
+std::unique_ptr<Factorization> make_with_cached_symbolic(Store& store, const CsrMatrix& matrix,
+                                                         Backend backend, const Options& options,
+                                                         Result& result) {
+  auto f = make_factorization(backend, options);
+  f->use_symbolic(cached_symbolic(store, matrix, backend, options));
   result = f->factorize(matrix);
   if (result.status != Status::too_large) store.count("solve.factorizations");  // too_large: no numeric work
   return f;
@@ -277,6 +283,31 @@ std::vector<double> solve_block(const std::string& key, std::span<const double> 
 std::vector<double> solve_transpose_block(Store& store, const std::string& key, std::span<const double> B,
                                           index_t nrhs, const Options& options) {
   return solve_or_throw(store, key, B, nrhs, true, options);
+}
+
+Inertia inertia(Store& store, const std::string& key, const Options& options) {
+  const auto m = store.get_versioned<CsrMatrix>(key);
+  FEM_EXPECTS(m.value->rows() == m.value->cols(), "inertia: '{}' is {} x {}, not square", key,
+              m.value->rows(), m.value->cols());
+  const auto in = store.get_or_compute<Inertia>(
+      fmt::format("{}#inertia/{}", key, to_string(options.ordering)), {{key, m.version}}, [&]() -> Inertia {
+        FEM_EXPECTS(is_symmetric(*m.value), "inertia: '{}' is not symmetric", key);
+        store.count("solve.factorizations");
+#ifdef FEM_SOLVE_HAVE_SUITESPARSE
+        // CHOLMOD's analysis, the one its Cholesky factorizations of the pattern share.
+        return detail::supernodal_ldlt_inertia(*cached_symbolic(store, *m.value, Backend::cholmod, options),
+                                               *m.value);
+#else
+        Options o = options;
+        o.detect_null_space = false;
+        auto f = make_factorization(Backend::ldlt, o);
+        f->use_symbolic(cached_symbolic(store, *m.value, Backend::ldlt, o));
+        const Result r = f->factorize(*m.value);
+        if (!r) throw NumericalError(fmt::format("inertia of '{}': {}", key, r.reason));
+        return *f->inertia();
+#endif
+      });
+  return *in;
 }
 
 }  // namespace fem::solve

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <omp.h>
 
+#include <Eigen/Core>
 #include <cstring>
 #include <fem/memory.hpp>
 #include <fem/solve/detail/suitesparse.hpp>
@@ -410,5 +411,133 @@ SolveReport CholmodReference::solve(std::span<const double> B, std::span<double>
 }
 
 std::unique_ptr<Factorization> make_cholmod(const Options& o) { return std::make_unique<Cholmod>(o); }
+
+// --- inertia: a supernodal LDLᵀ on CHOLMOD's analysis ----------------------------------------
+//
+// Left-looking, as CHOLMOD's own supernodal Cholesky: each supernode gathers its columns of
+// P A Pᵀ, subtracts the updates L_d D_d L_dᵀ of the descendants that reach it (one dense product
+// each), and factorizes its panel as L D Lᵀ without pivoting (blocked: unblocked 32-column
+// steps, the rest of the panel updated by one product per step). Only the signs of D are kept:
+// the factor is dropped when the count is made. Without pivoting an LDLᵀ may meet a tiny pivot
+// near an eigenvalue of the pencil; Sylvester's law holds for the factorization that exists,
+// and a zero pivot is reported as a zero eigenvalue (the caller moves its shift).
+Inertia supernodal_ldlt_inertia(const Symbolic& symbolic, const CsrMatrix& A) {
+  const auto& sym = dynamic_cast<const CholmodSymbolic&>(symbolic);
+  if (sym.too_large() || !sym.factor() || !sym.factor()->is_super)
+    throw NumericalError(
+        "inertia: CHOLMOD's analysis holds no supernodal factor (too large for its int interface)");
+  const cholmod_factor* L = sym.factor();
+  const auto n = static_cast<index_t>(L->n);
+  FEM_EXPECTS(A.rows() == n, "inertia: the matrix has {} rows, its analysis {}", A.rows(), n);
+  const auto nsuper = static_cast<index_t>(L->nsuper);
+  const int* super = static_cast<const int*>(L->super);
+  const int* pi = static_cast<const int*>(L->pi);
+  const int* px = static_cast<const int*>(L->px);
+  const int* rows = static_cast<const int*>(L->s);
+  const int* perm = static_cast<const int*>(L->Perm);
+
+  // P A Pᵀ's lower triangle by columns.
+  std::vector<index_t> pinv(static_cast<std::size_t>(n));
+  for (index_t k = 0; k < n; ++k) pinv[static_cast<std::size_t>(perm ? perm[k] : k)] = k;
+  const auto& p = A.pattern();
+  std::vector<index_t> colptr(static_cast<std::size_t>(n) + 1, 0);
+  for (index_t r = 0; r < n; ++r)
+    for (index_t k = p.row_offsets()[r]; k < p.row_offsets()[r + 1]; ++k) {
+      const index_t i = pinv[static_cast<std::size_t>(r)],
+                    j = pinv[static_cast<std::size_t>(p.col_indices()[k])];
+      if (i >= j) ++colptr[static_cast<std::size_t>(j) + 1];
+    }
+  for (index_t j = 0; j < n; ++j)
+    colptr[static_cast<std::size_t>(j) + 1] += colptr[static_cast<std::size_t>(j)];
+  std::vector<index_t> rowind(static_cast<std::size_t>(colptr.back())),
+      fill(colptr.begin(), colptr.end() - 1);
+  std::vector<double> val(rowind.size());
+  for (index_t r = 0; r < n; ++r)
+    for (index_t k = p.row_offsets()[r]; k < p.row_offsets()[r + 1]; ++k) {
+      const index_t i = pinv[static_cast<std::size_t>(r)],
+                    j = pinv[static_cast<std::size_t>(p.col_indices()[k])];
+      if (i < j) continue;
+      const auto at = static_cast<std::size_t>(fill[static_cast<std::size_t>(j)]++);
+      rowind[at] = i;
+      val[at] = A.values()[static_cast<std::size_t>(k)];
+    }
+
+  std::vector<double> Lx(L->xsize, 0.0), D(static_cast<std::size_t>(n), 0.0);
+  std::vector<index_t> map(static_cast<std::size_t>(n), -1), super_of(static_cast<std::size_t>(n));
+  for (index_t s = 0; s < nsuper; ++s)
+    for (index_t k = super[s]; k < super[s + 1]; ++k) super_of[static_cast<std::size_t>(k)] = s;
+  // Descendants waiting for supernode s (a linked list), and where each one's next rows start.
+  std::vector<index_t> head(static_cast<std::size_t>(nsuper), -1), next(static_cast<std::size_t>(nsuper), -1),
+      position(static_cast<std::size_t>(nsuper), 0);
+  using Mat = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic>;
+  using Block = Eigen::Map<Mat, 0, Eigen::OuterStride<>>;
+  Mat C, W;
+  for (index_t s = 0; s < nsuper; ++s) {
+    const index_t k1 = super[s], k2 = super[s + 1], nscol = k2 - k1;
+    const index_t psi = pi[s], nsrow = pi[s + 1] - psi;
+    double* block = Lx.data() + px[s];
+    for (index_t k = 0; k < nsrow; ++k) map[static_cast<std::size_t>(rows[psi + k])] = k;
+    for (index_t j = k1; j < k2; ++j)
+      for (index_t k = colptr[static_cast<std::size_t>(j)]; k < colptr[static_cast<std::size_t>(j) + 1]; ++k)
+        block[map[static_cast<std::size_t>(rowind[static_cast<std::size_t>(k)])] + (j - k1) * nsrow] +=
+            val[static_cast<std::size_t>(k)];
+    for (index_t d = head[static_cast<std::size_t>(s)]; d != -1;) {
+      const index_t dnext = next[static_cast<std::size_t>(d)];
+      const index_t pdi = pi[d], pdend = pi[d + 1], ndrow = pdend - pdi, ndcol = super[d + 1] - super[d];
+      const index_t pdi1 = pdi + position[static_cast<std::size_t>(d)];
+      index_t pdi2 = pdi1;
+      while (pdi2 < pdend && rows[pdi2] < k2) ++pdi2;
+      const index_t ndrow1 = pdi2 - pdi1, ndrow2 = pdend - pdi1;
+      const Block Ld(Lx.data() + px[d], ndrow, ndcol, Eigen::OuterStride<>(ndrow));
+      const Eigen::Map<const Eigen::VectorXd> Dd(D.data() + super[d], ndcol);
+      W.noalias() = Ld.middleRows(pdi1 - pdi, ndrow1) * Dd.asDiagonal();
+      C.noalias() = Ld.middleRows(pdi1 - pdi, ndrow2) * W.transpose();
+      for (index_t jj = 0; jj < ndrow1; ++jj) {
+        const index_t col = rows[pdi1 + jj] - k1;
+        for (index_t ii = jj; ii < ndrow2; ++ii)
+          block[map[static_cast<std::size_t>(rows[pdi1 + ii])] + col * nsrow] -= C(ii, jj);
+      }
+      position[static_cast<std::size_t>(d)] = pdi2 - pdi;
+      if (pdi2 < pdend) {
+        const index_t t = super_of[static_cast<std::size_t>(rows[pdi2])];
+        next[static_cast<std::size_t>(d)] = head[static_cast<std::size_t>(t)];
+        head[static_cast<std::size_t>(t)] = d;
+      }
+      d = dnext;
+    }
+    // The panel: L D Lᵀ of its nscol columns, 32 at a time.
+    Block F(block, nsrow, nscol, Eigen::OuterStride<>(nsrow));
+    constexpr index_t kStep = 32;
+    for (index_t j0 = 0; j0 < nscol; j0 += kStep) {
+      const index_t j1 = std::min(nscol, j0 + kStep);
+      for (index_t j = j0; j < j1; ++j) {
+        const double dj = F(j, j);
+        D[static_cast<std::size_t>(k1 + j)] = dj;
+        const double inv = dj != 0.0 ? 1.0 / dj : 0.0;
+        for (index_t i = j + 1; i < nsrow; ++i) F(i, j) *= inv;
+        for (index_t k = j + 1; k < j1; ++k) {
+          const double f = F(k, j) * dj;
+          if (f != 0.0)
+            for (index_t i = k; i < nsrow; ++i) F(i, k) -= F(i, j) * f;
+        }
+      }
+      if (j1 < nscol) {  // the rest of the panel: F(j1:, j1:) -= L(j1:, j0:j1) D L(j1:nscol, j0:j1)ᵀ
+        const Eigen::Map<const Eigen::VectorXd> Dj(D.data() + k1 + j0, j1 - j0);
+        W.noalias() = F.block(j1, j0, nscol - j1, j1 - j0) * Dj.asDiagonal();
+        F.block(j1, j1, nsrow - j1, nscol - j1).noalias() -=
+            F.block(j1, j0, nsrow - j1, j1 - j0) * W.transpose();
+      }
+    }
+    position[static_cast<std::size_t>(s)] = nscol;
+    if (nsrow > nscol) {
+      const index_t t = super_of[static_cast<std::size_t>(rows[psi + nscol])];
+      next[static_cast<std::size_t>(s)] = head[static_cast<std::size_t>(t)];
+      head[static_cast<std::size_t>(t)] = s;
+    }
+  }
+  Inertia in;
+  for (double d : D) (d < 0 ? in.negative : d > 0 ? in.positive : in.zero) += 1;
+  return in;
+}
 
 }  // namespace fem::solve::detail

@@ -307,6 +307,13 @@ std::vector<double> solve_transpose(Store& store, const std::string& key, std::s
                                     const Options& options = {});
 std::vector<double> solve_transpose(const std::string& key, std::span<const double> b,
                                     const Options& options = {});
+/// Sylvester's inertia of the symmetric matrix under `key` (how many eigenvalues are negative,
+/// zero, positive): the signs of D in a supernodal LDLᵀ without pivoting on CHOLMOD's cached
+/// analysis of the pattern (the one its Cholesky factorizations share; Eigen's LDLT without
+/// SuiteSparse), the factor itself not kept. Cached as `<key>#inertia/<ordering>`, derived from
+/// the matrix's version. A zero pivot counts as a zero eigenvalue. fem::eigen's Sturm counts.
+Inertia inertia(Store& store, const std::string& key, const Options& options = {});
+
 /// Block solves: B column-major n × nrhs.
 std::vector<double> solve_block(Store& store, const std::string& key, std::span<const double> B, index_t nrhs,
                                 const Options& options = {});
@@ -319,3 +326,4 @@ std::vector<double> solve_transpose_block(Store& store, const std::string& key, 
 
 FEM_TYPE_NAME(fem::solve::Factorization, "fem::solve::Factorization");
 FEM_TYPE_NAME(fem::solve::Symbolic, "fem::solve::Symbolic");
+FEM_TYPE_NAME(fem::solve::Inertia, "fem::solve::Inertia");

@@ -240,6 +240,45 @@ TEST_F(Eigen, SmallProblemsAreSolvedDenselyWithTheSameContract) {
   EXPECT_NEAR(r.eigenvalues[1], r.eigenvalues[2], 1e-10 * r.eigenvalues[1]);
 }
 
+// The supernodal LDLᵀ's inertia (solve::inertia) against the dense eigenvalues: the number
+// below each shift, on a scalar P2 problem and on 3D elasticity (large supernodes).
+TEST_F(Eigen, SturmCountsMatchTheDenseSpectrum) {
+  struct Problem {
+    std::string name;
+    std::vector<index_t> fixed;
+  };
+  std::vector<Problem> problems;
+  problems.push_back({"p2", laplacian("p2", 8, 2)});
+  {
+    fem::store().put("e3/mesh", fem::mesh::unit_cube(fem::CellType::tet4, 4));
+    const FunctionSpace V("e3/mesh", 1, 3);
+    const Assembler a(V);
+    fem::store().put("e3/K", a.matrix(Elasticity{100.0, 0.3}));
+    fem::store().put("e3/M", a.matrix(Mass{1.0}));
+    const int left = fem::store().get<fem::Mesh>("e3/mesh")->resolve_tag("left", 2);
+    problems.push_back({"e3", dirichlet_values(V, std::vector<Dirichlet>{{FacetSet{left}, nullptr}}).dofs});
+  }
+  for (const auto& pr : problems) {
+    fem::eigen::Options all;
+    all.constrained = pr.fixed;
+    all.count = 100000;
+    all.dense_below = 100000;
+    all.which = fem::eigen::Which::interval;
+    all.lower = -1;
+    all.upper = 1e12;
+    const auto dense = fem::eigen::solve(pr.name + "/K", pr.name + "/M", all);
+    ASSERT_GT(dense.modes(), 50) << pr.name;
+    for (double q : {0.1, 0.3, 0.5, 0.77, 0.95}) {
+      const auto i = static_cast<std::size_t>(q * static_cast<double>(dense.modes()));
+      const double tau = 0.5 * (dense.eigenvalues[i - 1] + dense.eigenvalues[i]);  // between two
+      if (dense.eigenvalues[i] - dense.eigenvalues[i - 1] < 1e-8 * dense.eigenvalues[i]) continue;
+      EXPECT_EQ(fem::eigen::count_below(fem::store(), pr.name + "/K", pr.name + "/M", tau, all),
+                static_cast<index_t>(i))
+          << pr.name << " at " << tau;
+    }
+  }
+}
+
 TEST_F(Eigen, BadInputIsRefusedInWords) {
   laplacian("bad", 8, 1);
   fem::eigen::Options o;

@@ -12,6 +12,9 @@
 namespace fem::solve::detail {
 
 std::unique_ptr<Factorization> make_cholmod(const Options& options);
+/// The inertia of A from a supernodal LDLᵀ (no pivoting) on `cholmod`'s analysis of A's pattern
+/// (a CHOLMOD Symbolic); throws NumericalError when the analysis holds no factor (too large).
+Inertia supernodal_ldlt_inertia(const Symbolic& cholmod, const CsrMatrix& A);
 std::unique_ptr<Factorization> make_umfpack(const Options& options);
 std::unique_ptr<Factorization> make_klu(const Options& options);
 std::unique_ptr<Factorization> make_ldlt(const Options& options);
