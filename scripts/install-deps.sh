@@ -10,7 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # Extra groups: fuzz (clang for the libFuzzer targets), gmsh, dist (MPI + PETSc with MUMPS and
-# hypre, for libfem_dist: 19 s here from Debian's archive), python (the module: pybind11, NumPy,
+# hypre, SLEPc, for libfem_dist: 19 s here from Debian's archive), python (the module: pybind11, NumPy,
 # SciPy, pytest, DLPack's header; jsonschema, what apps.json_schema validates fem's --json output with), torch
 # (PyTorch 1.13 for fem.torch, optional), format (clang-format 14, what the format.clang_format
 # test checks every tracked C++ file with), plot (matplotlib: scripts/render_vtu.py, the pictures
@@ -19,7 +19,7 @@ for group in "$@"; do
   case "$group" in
     fuzz) packages+=(clang-14 libclang-rt-14-dev) ;;
     gmsh) packages+=(gmsh) ;;
-    dist) packages+=(libpetsc-real-dev libopenmpi-dev openmpi-bin) ;;
+    dist) packages+=(libpetsc-real-dev libslepc-real-dev libopenmpi-dev openmpi-bin) ;;
     python) packages+=(python3-dev python3-numpy python3-scipy pybind11-dev python3-pybind11 python3-pytest python3-jsonschema libdlpack-dev) ;;
     torch) packages+=(python3-torch) ;;
     format) packages+=(clang-format-14) ;;

@@ -170,12 +170,16 @@ void write_gathered(const std::string& path, const Store& store, const std::stri
 }
 
 }  // namespace
+// eigen.cpp
+eigen::Result eigen_solve(Store& store, const std::string& K, const std::string& M,
+                          const assembly::FunctionSpace& V, const eigen::Options& options);
+
 }  // namespace fem::dist::on_petsc
 
 extern "C" const fem::dist::detail::Hooks* fem_dist_hooks_v1() noexcept {
   using namespace fem::dist::on_petsc;
   static const fem::dist::detail::Hooks hooks{
-      start,      stop,        running,   world,       abort_unless_all_failed,
-      distribute, distributed, index_map, make_solver, write_gathered};
+      start,     stop,        running,        world,      abort_unless_all_failed, distribute, distributed,
+      index_map, make_solver, write_gathered, eigen_solve};
   return &hooks;
 }

@@ -90,4 +90,9 @@ void write_gathered(const std::string& path, const Store& store, const std::stri
   load("gathering a distributed solution").write_gathered(path, store, mesh_key, points, cells);
 }
 
+eigen::Result eigen_solve(Store& store, const std::string& K, const std::string& M,
+                          const assembly::FunctionSpace& V, const eigen::Options& options) {
+  return load("a distributed eigenproblem").eigen_solve(store, K, M, V, options);
+}
+
 }  // namespace fem::dist::detail

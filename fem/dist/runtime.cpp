@@ -83,6 +83,12 @@ std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& 
   return solve::make_solver(options);
 }
 
+eigen::Result eigen_solve(Store& store, const std::string& K, const std::string& M,
+                          const assembly::FunctionSpace& V, const eigen::Options& options) {
+  if (detail::distributed(*V.store(), V.mesh_key())) return detail::eigen_solve(store, K, M, V, options);
+  return eigen::solve(store, K, M, options);
+}
+
 void write_vtu(const std::filesystem::path& path, const Store& store, const std::string& mesh_key,
                std::span<const mesh::Field> points, std::span<const mesh::Field> cells) {
   const auto mesh = store.get<Mesh>(mesh_key);

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "fem/assembly/space.hpp"
+#include "fem/eigen/eigen.hpp"
 #include "fem/layout.hpp"
 #include "fem/mesh.hpp"
 #include "fem/mesh/vtu.hpp"
@@ -68,6 +69,13 @@ std::shared_ptr<const Layout> layout(const assembly::FunctionSpace& V);
 /// factorization cache (solve::make_solver).
 std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V,
                                                  const solve::Options& options);
+
+/// Collective: the eigenpairs of K x = λ M x for matrices on V (fem::eigen's contract): on a
+/// distributed mesh SLEPc's Krylov–Schur with shift-invert on MUMPS (the constrained unknowns
+/// eliminated, Sturm counts from MUMPS's inertia), its vectors in the local numbering of each
+/// process; otherwise fem::eigen::solve.
+eigen::Result eigen_solve(Store& store, const std::string& K, const std::string& M,
+                          const assembly::FunctionSpace& V, const eigen::Options& options);
 
 /// Collective: point fields (on the mesh nodes) and cell fields of the mesh under `mesh_key`,
 /// written as a .vtu; on a distributed mesh FILE.vtu is gathered on rank 0 into one serial file

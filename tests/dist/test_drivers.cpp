@@ -177,6 +177,41 @@ TEST(Drivers, ElasticityIsTheSerialSolution) {
   EXPECT_LE(difference(dist, serial, "displacement"), 1e-10);
 }
 
+// fem modes under mpirun (SLEPc's Krylov–Schur on MUMPS) against the serial run (Spectra on
+// CHOLMOD): the eigenvalues to 1e-8, the Sturm count of a range, elasticity's frequencies.
+TEST(Drivers, ModesAreTheSerialEigenvalues) {
+  const std::vector<std::string> cases = {
+      "modes gen:square-quad4:24 --count 6 --dirichlet all=0",
+      "modes " + meshes + "/plate_hole_v41.msh --count 5 --range 5:200 --dirichlet hole=0",
+      "modes gen:square-tri3:12 --problem elasticity --fixed left --count 6 --shift 0.2",
+  };
+  for (const auto& args : cases) {
+    const auto serial_json = scratch("modes_serial.json");
+    const Outcome s = fem(0, args + " -q --json " + serial_json.string());
+    ASSERT_EQ(s.status, 0) << args << "\n" << s.output;
+    const auto serial = json(serial_json);
+    for (int ranks : {2, 3}) {
+      const auto path = scratch("modes_np" + std::to_string(ranks) + ".json");
+      const Outcome d = fem(ranks, args + " -q --json " + path.string());
+      ASSERT_EQ(d.status, 0) << args << " on " << ranks << "\n" << d.output;
+      const auto dist = json(path);
+      EXPECT_EQ(dist["ranks"], ranks);
+      const auto a = dist["eigenvalues"].get<std::vector<double>>(),
+                 b = serial["eigenvalues"].get<std::vector<double>>();
+      ASSERT_EQ(a.size(), b.size()) << args << " on " << ranks;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        EXPECT_NEAR(a[i], b[i], 1e-8 * std::abs(b[i]) + 1e-12) << args << " " << i;
+      EXPECT_LT(dist["eigen"]["orthogonality_max"].get<double>(), 1e-10);
+      EXPECT_TRUE(dist["eigen"]["converged"].get<bool>());
+      if (serial["eigen"].contains("sturm_count"))
+        EXPECT_EQ(dist["eigen"]["sturm_count"], serial["eigen"]["sturm_count"]);
+      if (serial.contains("effective_mass"))
+        EXPECT_NEAR(dist["effective_mass"]["cumulative_share"]["y"].get<double>(),
+                    serial["effective_mass"]["cumulative_share"]["y"].get<double>(), 1e-8);
+    }
+  }
+}
+
 TEST(Drivers, HeatFactorizesOnceAndEndsWhereTheSerialRunEnds) {
   const std::string args =
       meshes +

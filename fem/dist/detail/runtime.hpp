@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fem/assembly/space.hpp"
+#include "fem/eigen/eigen.hpp"
 #include "fem/layout.hpp"
 #include "fem/mesh.hpp"
 #include "fem/mesh/vtu.hpp"
@@ -35,6 +36,8 @@ bool distributed(const Store& store, const std::string& mesh_key);
 std::shared_ptr<const Layout> index_map(const assembly::FunctionSpace& V);
 std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V,
                                                  const solve::Options& options);
+eigen::Result eigen_solve(Store& store, const std::string& K, const std::string& M,
+                          const assembly::FunctionSpace& V, const eigen::Options& options);
 /// Gathers the fields of a distributed mesh on rank 0 into one .vtu of the whole mesh.
 void write_gathered(const std::string& path, const Store& store, const std::string& mesh_key,
                     std::span<const mesh::Field> points, std::span<const mesh::Field> cells);
@@ -53,6 +56,8 @@ struct Hooks {
                                                       const solve::Options& options);
   void (*write_gathered)(const std::string& path, const Store& store, const std::string& mesh_key,
                          std::span<const mesh::Field> points, std::span<const mesh::Field> cells);
+  eigen::Result (*eigen_solve)(Store& store, const std::string& K, const std::string& M,
+                               const assembly::FunctionSpace& V, const eigen::Options& options);
 };
 
 }  // namespace fem::dist::detail
