@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <string>
 
 #include "fem/array.hpp"
+#include "fem/csr.hpp"
 #include "fem/detail/c_api_guard.hpp"
 #include "fem/store.hpp"
 
@@ -100,6 +103,31 @@ int fem_put_i32(const char* key, const int32_t* data, int32_t ndim, const int64_
 int fem_put_i64(const char* key, const int64_t* data, int32_t ndim, const int64_t* shape, uint64_t* version) {
   return put(key, data, ndim, shape, version);
 }
+int fem_put_csr(const char* key, int64_t rows, int64_t cols, const int32_t* row_offsets,
+                const int32_t* col_indices, const double* values, uint64_t* version) {
+  return guarded([&] {
+    const std::string_view k = key_of(key);
+    fem::Store::validate_key(k);
+    constexpr int64_t max_index = std::numeric_limits<fem::index_t>::max();
+    FEM_EXPECTS(rows >= 0 && cols >= 0 && rows < max_index && cols <= max_index,
+                "store key '{}': a CSR matrix of {} x {} does not fit the 32-bit indices", k, rows, cols);
+    FEM_EXPECTS(row_offsets != nullptr, "store key '{}': row_offsets is a null pointer", k);
+    const int64_t nnz = row_offsets[rows];
+    FEM_EXPECTS(row_offsets[0] == 0 && nnz >= 0, "store key '{}': row_offsets run from {} to {}", k,
+                row_offsets[0], nnz);
+    FEM_EXPECTS(nnz == 0 || (col_indices != nullptr && values != nullptr),
+                "store key '{}': col_indices or values is a null pointer", k);
+    const auto n = static_cast<std::size_t>(nnz);
+    auto pattern = std::make_shared<const fem::CsrPattern>(
+        static_cast<fem::index_t>(rows), static_cast<fem::index_t>(cols),
+        std::vector<fem::index_t>(row_offsets, row_offsets + rows + 1),
+        std::vector<fem::index_t>(col_indices, col_indices + n));  // validated: sizes, order, range
+    const fem::Version v =
+        fem::store().put(k, fem::CsrMatrix(std::move(pattern), std::vector<double>(values, values + n)));
+    if (version) *version = v;
+  });
+}
+
 int fem_get_f64(const char* key, double* out, int64_t capacity) { return get(key, out, capacity); }
 int fem_get_i32(const char* key, int32_t* out, int64_t capacity) { return get(key, out, capacity); }
 int fem_get_i64(const char* key, int64_t* out, int64_t capacity) { return get(key, out, capacity); }

@@ -8,6 +8,7 @@
 
 #include "fem/array.hpp"
 #include "fem/c_api.h"
+#include "fem/csr.hpp"
 #include "fem/store.hpp"
 
 namespace {
@@ -231,6 +232,39 @@ TEST(CApi, OpaqueEntriesReportTheirType) {
   ASSERT_EQ(fem_info("capi/opaque", &info), FEM_OK);
   EXPECT_EQ(info.dtype, FEM_F64);
   fem::store().erase("capi/opaque");
+}
+
+TEST(CApi, CsrMatrixPutAndRefused) {
+  // [[2, -1, 0], [-1, 2, -1], [0, -1, 2]]
+  const int32_t offsets[4] = {0, 2, 5, 7}, columns[7] = {0, 1, 0, 1, 2, 1, 2};
+  const double values[7] = {2, -1, -1, 2, -1, -1, 2};
+  uint64_t v = 0;
+  ASSERT_EQ(fem_put_csr("capi/csr", 3, 3, offsets, columns, values, &v), FEM_OK) << last();
+  const auto A = fem::store().get<fem::CsrMatrix>("capi/csr");
+  EXPECT_EQ(fem::store().version("capi/csr"), v);
+  EXPECT_EQ(A->rows(), 3);
+  EXPECT_EQ(A->nnz(), 7u);
+  EXPECT_EQ((*A)(1, 2), -1.0);
+  EXPECT_EQ((*A)(2, 2), 2.0);
+  fem_entry_info info;
+  ASSERT_EQ(fem_info("capi/csr", &info), FEM_OK);
+  EXPECT_EQ(info.dtype, FEM_OPAQUE);
+
+  // Refused, naming what is wrong; the entry keeps its version.
+  const int32_t unsorted[7] = {1, 0, 0, 1, 2, 1, 2};
+  EXPECT_EQ(fem_put_csr("capi/csr", 3, 3, offsets, unsorted, values, nullptr), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("increasing"), std::string::npos) << last();
+  const int32_t outside[7] = {0, 1, 0, 1, 3, 1, 2};
+  EXPECT_EQ(fem_put_csr("capi/csr", 3, 3, offsets, outside, values, nullptr), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(last().find("outside"), std::string::npos) << last();
+  const int32_t shifted[4] = {1, 2, 5, 7};
+  EXPECT_EQ(fem_put_csr("capi/csr", 3, 3, shifted, columns, values, nullptr), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fem_put_csr("capi/csr", 3, 3, nullptr, columns, values, nullptr), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fem_put_csr("capi/csr", 3, 3, offsets, columns, nullptr, nullptr), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fem_put_csr("capi/csr", -1, 3, offsets, columns, values, nullptr), FEM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(fem_put_csr("bad key", 3, 3, offsets, columns, values, nullptr), FEM_ERR_INVALID_KEY);
+  EXPECT_EQ(fem::store().version("capi/csr"), v);
+  fem::store().erase("capi/csr");
 }
 
 }  // namespace

@@ -66,6 +66,12 @@ const char* fem_last_error(void);
 int fem_put_f64(const char* key, const double* data, int32_t ndim, const int64_t* shape, uint64_t* version);
 int fem_put_i32(const char* key, const int32_t* data, int32_t ndim, const int64_t* shape, uint64_t* version);
 int fem_put_i64(const char* key, const int64_t* data, int32_t ndim, const int64_t* shape, uint64_t* version);
+/* Copy a rows x cols CSR matrix (fem::CsrMatrix) into the store under key: row_offsets holds
+ * rows + 1 offsets from 0, col_indices and values row_offsets[rows] entries, the columns of a
+ * row strictly increasing. A pattern that is not one is FEM_ERR_INVALID_ARGUMENT naming what is
+ * wrong. For the kernels that read matrices by key (solve, eigen); version may be NULL. */
+int fem_put_csr(const char* key, int64_t rows, int64_t cols, const int32_t* row_offsets,
+                const int32_t* col_indices, const double* values, uint64_t* version);
 
 /* Copy an array entry out; capacity counts elements. FEM_ERR_BUFFER_TOO_SMALL leaves out untouched. */
 int fem_get_f64(const char* key, double* out, int64_t capacity);
