@@ -1,4 +1,4 @@
-"""fem: finite-element kernels (mesh, assembly, factorize-and-solve, Newton) sharing one store.
+"""fem: finite-element kernels (mesh, assembly, factorize-and-solve, Newton, eigenvalues) sharing one store.
 
 The store is the one place where state lives: meshes, patterns, matrices and cached
 factorizations are entries under string keys, the same entries that C++ kernels and C ABI users
@@ -14,6 +14,8 @@ copy; putting a value copies it in (entries are immutable).
     fem.store.put("A", A)
     u = fem.solve("A", b)            # factorized once; further solves reuse the factorization
 """
+import itertools
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,14 +49,16 @@ from ._fem import (  # noqa: F401  (the public API)
     solve_transpose,
     store,
     _Table,
+    _count_eigenvalues_below,
+    _eigsh,
 )
 
 __all__ = [
     "Assembler", "CsrMatrix", "CsrPattern", "Diffusion", "DirichletBC", "Elasticity", "Error",
     "Factorization", "FunctionSpace", "HashTable", "InvalidArgument", "InvalidKey", "KeyError", "LockingWarning", "Mass", "Mesh",
     "Neumann", "NotCompiled", "NumericalError", "ParseError", "Source", "Store", "TypeError",
-    "backends", "check_mesh", "factor_key", "factorization", "factorize", "generate_mesh", "newton_solve",
-    "read_mesh", "solve", "solve_transpose", "store",
+    "backends", "check_mesh", "count_eigenvalues_below", "eigsh", "factor_key", "factorization", "factorize",
+    "generate_mesh", "newton_solve", "read_mesh", "solve", "solve_transpose", "store",
 ]
 
 
@@ -134,6 +138,128 @@ class Assembler(_Assembler):
             return self.mass_cell_gradient(w)
         raise InvalidArgument(f"cell_gradient: Diffusion or Mass, not {form!r}")
 
+
+# --- eigenvalues: K x = λ M x by shift-invert Lanczos on the factorization cache (fem::eigen) ---
+
+_temporary_keys = itertools.count()
+
+
+class _Matrices:
+    """K and M as store keys: keys as given, other matrices published under temporary keys that
+    are erased on exit (with everything derived from them: shifted matrices, factorizations)."""
+
+    def __init__(self, K, M):
+        self._made = []
+        try:
+            self.K = self._key(K, "K")
+            self.n = store[self.K].shape[0]
+            if M is None:
+                import scipy.sparse
+                M = scipy.sparse.identity(self.n, format="csr")
+            self.M = self._key(M, "M")
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def _key(self, A, role):
+        if isinstance(A, str):
+            return A
+        if not isinstance(A, CsrMatrix) and not hasattr(A, "tocsr"):
+            import numpy
+            import scipy.sparse
+            a = numpy.asarray(A)
+            if a.ndim != 2:
+                raise InvalidArgument(f"eigsh: {role} must be a store key, a sparse matrix or a 2-D array, "
+                                      f"not {type(A).__name__} of {a.ndim} dimensions")
+            A = scipy.sparse.csr_matrix(a)
+        key = f"fem.eigsh/{next(_temporary_keys)}/{role}"
+        self._made.append(key)
+        store.put(key, A)
+        return key
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for key in self._made:
+            if key in store:
+                store.erase(key)
+
+
+def _constrained_dofs(constrained):
+    if constrained is None or isinstance(constrained, DirichletBC):
+        return None if constrained is None else constrained.dofs
+    return constrained
+
+
+def eigsh(K, k=None, M=None, sigma=None, which="LM", v0=None, ncv=None, maxiter=None, tol=0,
+          return_eigenvectors=True, *, interval=None, constrained=None, lumped=False, verify=True,
+          dense_below=200, return_info=False):
+    """Eigenpairs of K x = λ M x (K, M symmetric; M positive definite on the free unknowns), with
+    scipy.sparse.linalg.eigsh's arguments and results: (w, v), w ascending, v of shape (n, k),
+    M-orthonormal.
+
+    K and M: store keys, SciPy sparse matrices, fem.CsrMatrix or 2-D arrays (published under
+    temporary keys and erased afterwards); M=None is the identity. Which eigenvalues:
+      sigma=None        the k smallest (which "LM", the default, "SM" or "SA"): K positive
+                        semi-definite, a stiffness. Unlike SciPy, never the largest.
+      sigma=s           the k nearest s (SciPy's shift-invert mode, which="LM").
+      interval=(a, b)   every eigenvalue in [a, b] (k=None), or the lowest k of them; the Sturm
+                        count says how many there are (info["sturm_count"]).
+    k: 6 by default (interval: all). constrained: unknowns eliminated (homogeneous Dirichlet
+    conditions: an array of indices or a fem.DirichletBC), where the vectors are zero; no
+    eigenvalue of theirs exists. lumped: M replaced by its row sums. tol: the Ritz values'
+    relative tolerance (0: the library's 1e-10). ncv: the Lanczos basis size; maxiter: its
+    restarts (1000); v0: the start vector (n values). Problems of at most dense_below free
+    unknowns are solved densely. verify: Sturm counts (LDLᵀ inertia) check that no eigenvalue in
+    the window of the results was missed, and missed copies of multiple ones are found.
+
+    return_info=True adds a dict: sturm_count (nearest: eigenvalues below sigma; interval: in
+    it; -1 otherwise), missing, converged, residuals (backward errors), residual_max,
+    orthogonality_max, shift, method, backend, restarts, operator_applications,
+    sturm_factorizations, factor_nonzeros, factorize_seconds, solve_seconds, log. Results that
+    did not converge or miss eigenvalues are returned with a RuntimeWarning, not raised.
+    """
+    if interval is not None:
+        if sigma is not None:
+            raise InvalidArgument("eigsh: sigma and interval together; give one")
+        try:
+            lower, upper = (float(x) for x in interval)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"eigsh: interval must be (lower, upper), not {interval!r}") from None
+        mode, shift = "interval", 0.0
+    elif sigma is None:
+        if which not in ("LM", "SM", "SA"):
+            raise InvalidArgument(f"eigsh: which={which!r} without sigma: fem.eigsh computes the smallest "
+                                  "eigenvalues ('LM', 'SM' or 'SA'), the nearest a sigma, or an interval")
+        mode, shift, lower, upper = "smallest", 0.0, 0.0, 0.0
+    else:
+        if which != "LM":
+            raise InvalidArgument(f"eigsh: which={which!r} with sigma: only 'LM' (the k nearest sigma)")
+        mode, shift, lower, upper = "nearest", float(sigma), 0.0, 0.0
+    if tol < 0:
+        raise InvalidArgument(f"eigsh: tol {tol} is negative")
+    with _Matrices(K, M) as m:
+        if k is None:
+            k = m.n if mode == "interval" else 6
+        w, v, info = _eigsh(m.K, m.M, mode, int(k), shift, lower, upper, _constrained_dofs(constrained),
+                            bool(lumped), float(tol) if tol > 0 else 1e-10, 1000 if maxiter is None else int(maxiter),
+                            0 if ncv is None else int(ncv), bool(verify), v0, int(dense_below))
+    if not info["converged"] or info["missing"]:
+        detail = "; ".join(info["log"])
+        warnings.warn(f"eigsh: {len(w)} eigenpairs, converged={info['converged']}, "
+                      f"{info['missing']} missing{': ' + detail if detail else ''}", RuntimeWarning, stacklevel=2)
+    result = (w, v) if return_eigenvectors else (w,)
+    if return_info:
+        result += (info,)
+    return result[0] if len(result) == 1 else result
+
+
+def count_eigenvalues_below(K, sigma, M=None, *, constrained=None, lumped=False):
+    """The number of eigenvalues of K x = λ M x below sigma (Sylvester's inertia of an LDLᵀ of
+    K − σM on the free unknowns; K and M as for eigsh)."""
+    with _Matrices(K, M) as m:
+        return _count_eigenvalues_below(m.K, m.M, float(sigma), _constrained_dofs(constrained), bool(lumped))
 
 
 # --- the hash table as an op (docs/hash_table.md) ----------------------------------------------
