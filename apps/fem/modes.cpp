@@ -29,6 +29,7 @@ struct ModesOptions {
   std::vector<std::string> dirichlet, fixed, young, poisson, density;
   std::string plane;
   bool lumped = false;
+  bool verify = true;
   double tolerance = 1e-10;
 };
 
@@ -80,6 +81,7 @@ void run_modes(const ModesOptions& o) {
   fem::eigen::Options eo;
   eo.count = o.count;
   eo.lumped = o.lumped;
+  eo.verify = o.verify;
   eo.tolerance = o.tolerance;
   if (o.shift) {
     eo.which = fem::eigen::Which::nearest;
@@ -319,6 +321,10 @@ void add_modes(CLI::App& app) {
   cmd->add_option("--plane", o->plane, "elasticity in 2D: strain (default) or stress")
       ->check(CLI::IsMember({"strain", "stress"}));
   cmd->add_flag("--lumped", o->lumped, "a lumped (row-sum) mass instead of the consistent one");
+  cmd->add_flag(
+      "--verify,!--no-verify", o->verify,
+      "check with Sturm counts that no eigenvalue was missed (an LDLᵀ per end of the results' window; "
+      "the default); --no-verify skips it (a range is always counted)");
   cmd->add_option("--tolerance", o->tolerance, "Lanczos's relative tolerance (default 1e-10)")
       ->check(between(1e-15, 0.1));
   cmd->add_option(

@@ -381,7 +381,7 @@ double trace_ratio(const Problem& p) {
 
 void finish(const Problem& p, const Pairs& pairs, Result& r) {
   const index_t n = p.size(), k = static_cast<index_t>(pairs.values.size());
-  MatrixXd X = pairs.vectors;
+  const MatrixXd X = k > 0 ? pairs.vectors : MatrixXd(n, 0);  // none found: n × 0, not 0 × 0
   const auto nn = static_cast<std::size_t>(n);
   MatrixXd MX(n, k), KX(n, k);
   for (index_t j = 0; j < k; ++j) {
@@ -482,6 +482,13 @@ Result solve(Store& store, const std::string& k_key, const std::string& m_key, c
       wanted = std::min(expected_in_interval, o.count);
       // All of them: from the middle; some: the lowest, from the lower end.
       if (expected_in_interval > o.count) sigma = o.lower;
+    }
+    if (wanted <= 0) {  // an interval without eigenvalues: nothing to factorize
+      r.method = "Sturm count (an empty interval)";
+      finish(p, Pairs{}, r);
+      store.count("eigen.operator_applications", 0);
+      r.solve_seconds = std::max(0.0, total.seconds() - r.factorize_seconds);
+      return r;
     }
     // Where σ lies: the Sturm count below it (nearest), or an interval that holds eigenvalues,
     // decides between Cholesky (below the spectrum) and LU (inside it).
@@ -594,7 +601,7 @@ Result solve(Store& store, const std::string& k_key, const std::string& m_key, c
               r.operator_applications);  // solves with cached factorizations, as the contract counts them
   r.solve_seconds = std::max(0.0, total.seconds() - r.factorize_seconds);
   for (double res : r.residuals)
-    if (!(res <= 1e-8)) r.converged = false;
+    if (!(res <= std::max(1e-8, o.tolerance))) r.converged = false;
   return r;
 }
 

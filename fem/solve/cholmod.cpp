@@ -491,7 +491,12 @@ Inertia supernodal_ldlt_inertia(const Symbolic& symbolic, const CsrMatrix& A) {
       const Block Ld(Lx.data() + px[d], ndrow, ndcol, Eigen::OuterStride<>(ndrow));
       const Eigen::Map<const Eigen::VectorXd> Dd(D.data() + super[d], ndcol);
       W.noalias() = Ld.middleRows(pdi1 - pdi, ndrow1) * Dd.asDiagonal();
-      C.noalias() = Ld.middleRows(pdi1 - pdi, ndrow2) * W.transpose();
+      // The lower triangle of the square part (what is scattered), and the rows below it.
+      C.resize(ndrow2, ndrow1);
+      C.topRows(ndrow1).template triangularView<Eigen::Lower>() =
+          Ld.middleRows(pdi1 - pdi, ndrow1) * W.transpose();
+      if (ndrow2 > ndrow1)
+        C.bottomRows(ndrow2 - ndrow1).noalias() = Ld.middleRows(pdi2 - pdi, ndrow2 - ndrow1) * W.transpose();
       for (index_t jj = 0; jj < ndrow1; ++jj) {
         const index_t col = rows[pdi1 + jj] - k1;
         for (index_t ii = jj; ii < ndrow2; ++ii)
@@ -524,8 +529,11 @@ Inertia supernodal_ldlt_inertia(const Symbolic& symbolic, const CsrMatrix& A) {
       if (j1 < nscol) {  // the rest of the panel: F(j1:, j1:) -= L(j1:, j0:j1) D L(j1:nscol, j0:j1)ᵀ
         const Eigen::Map<const Eigen::VectorXd> Dj(D.data() + k1 + j0, j1 - j0);
         W.noalias() = F.block(j1, j0, nscol - j1, j1 - j0) * Dj.asDiagonal();
-        F.block(j1, j1, nsrow - j1, nscol - j1).noalias() -=
-            F.block(j1, j0, nsrow - j1, j1 - j0) * W.transpose();
+        F.block(j1, j1, nscol - j1, nscol - j1).template triangularView<Eigen::Lower>() -=
+            F.block(j1, j0, nscol - j1, j1 - j0) * W.transpose();
+        if (nsrow > nscol)
+          F.block(nscol, j1, nsrow - nscol, nscol - j1).noalias() -=
+              F.block(nscol, j0, nsrow - nscol, j1 - j0) * W.transpose();
       }
     }
     position[static_cast<std::size_t>(s)] = nscol;

@@ -157,6 +157,14 @@ TEST_F(Eigen, SturmCountsEqualTheModesFoundInAnIntervalAndSayHowManyAreMissing) 
   EXPECT_EQ(fem::eigen::count_below(fem::store(), "st/K", "st/M", 140, o) -
                 fem::eigen::count_below(fem::store(), "st/K", "st/M", 40, o),
             7);
+  // An interval without eigenvalues: none, and nothing factorized for an operator.
+  fem::eigen::Options empty = o;
+  empty.lower = 22;
+  empty.upper = 40;  // between π²·2 and π²·5
+  const auto none = fem::eigen::solve("st/K", "st/M", empty);
+  EXPECT_EQ(none.modes(), 0);
+  EXPECT_EQ(none.sturm_count, 0);
+  EXPECT_EQ(none.operator_applications, 0);
   // Asked for too few: the count says how many are missing.
   o.count = 4;
   const auto few = fem::eigen::solve("st/K", "st/M", o);
