@@ -165,7 +165,7 @@ eigen::Result eigen_solve(Store& store, const std::string& k_key, const std::str
   }
   r.shift = sigma;
 
-    // Krylov–Schur, shift-invert, MUMPS (LDLᵀ: K − σM may be indefinite). SLEPc on top of the
+  // Krylov–Schur, shift-invert, MUMPS (LDLᵀ: K − σM may be indefinite). SLEPc on top of the
   // session's PETSc, once (its packages finalize with PETSc).
   PetscBool slepc = PETSC_FALSE;
   FEM_PETSC(SlepcInitialized(&slepc));
