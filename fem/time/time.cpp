@@ -1,0 +1,371 @@
+// fem::time (time.hpp): the schemes' matrices as store entries named by their coefficients, the
+// Dirichlet lift of each, the steps, step doubling and the ladder controller.
+#include "fem/time/time.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "fem/error.hpp"
+
+namespace fem::time {
+
+std::string_view to_string(Scheme s) noexcept {
+  switch (s) {
+    case Scheme::backward_euler:
+      return "backward-euler";
+    case Scheme::crank_nicolson:
+      return "crank-nicolson";
+    case Scheme::theta:
+      return "theta";
+    case Scheme::bdf2:
+      return "bdf2";
+    case Scheme::newmark:
+      return "newmark";
+    case Scheme::generalized_alpha:
+      return "generalized-alpha";
+  }
+  return "?";
+}
+
+namespace {
+
+// What the constrained unknowns add to a right-hand side, from the unconstrained matrix: for
+// free rows b_i −= Σ_j A_ij g_j, for constrained rows b_k = A_kk g_k (the matrix keeps A_kk there,
+// its other entries in the row and column zeroed).
+struct Lift {
+  std::vector<index_t> row, which;  // A_ij with j the `which`-th constrained unknown, i free
+  std::vector<double> value;
+  std::vector<double> diagonal;  // A_kk per constrained unknown
+  void apply(std::span<const index_t> dofs, std::span<const double> g, std::span<double> b) const {
+    for (std::size_t e = 0; e < row.size(); ++e) b[row[e]] -= value[e] * g[which[e]];
+    for (std::size_t k = 0; k < dofs.size(); ++k) b[dofs[k]] = diagonal[k] * g[k];
+  }
+};
+
+// cM·M + cK·K with the rows and columns of `dofs` zeroed but their diagonal, and its lift.
+std::pair<CsrMatrix, Lift> system(const CsrMatrix& M, const CsrMatrix& K, double cM, double cK,
+                                  std::span<const index_t> dofs) {
+  FEM_EXPECTS(M.pattern_ptr() == K.pattern_ptr() || M.pattern().same_structure(K.pattern()),
+              "time: M and K must share one pattern (assemble them on one space)");
+  std::vector<double> v(K.nnz());
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = cM * M.values()[i] + cK * K.values()[i];
+  std::vector<index_t> which(static_cast<std::size_t>(K.rows()), -1);
+  for (std::size_t k = 0; k < dofs.size(); ++k)
+    which[static_cast<std::size_t>(dofs[k])] = static_cast<index_t>(k);
+  Lift lift;
+  lift.diagonal.assign(dofs.size(), 0.0);
+  const auto& p = K.pattern();
+  for (index_t r = 0; r < K.rows(); ++r)
+    for (index_t e = p.row_offsets()[r]; e < p.row_offsets()[r + 1]; ++e) {
+      const index_t c = p.col_indices()[e];
+      const index_t wr = which[static_cast<std::size_t>(r)], wc = which[static_cast<std::size_t>(c)];
+      double& a = v[static_cast<std::size_t>(e)];
+      if (wr >= 0) {
+        if (c == r)
+          lift.diagonal[static_cast<std::size_t>(wr)] = a;
+        else
+          a = 0.0;
+      } else if (wc >= 0) {
+        lift.row.push_back(r);
+        lift.which.push_back(wc);
+        lift.value.push_back(a);
+        a = 0.0;
+      }
+    }
+  return {CsrMatrix(K.pattern_ptr(), std::move(v)), std::move(lift)};
+}
+
+std::string system_key(const std::string& name, double cM, double cK) {
+  return fmt::format("{}/A/{:a}/{:a}", name, cM, cK);
+}
+
+double max_abs(std::span<const double> x, const Layout& layout) {
+  double m = 0;
+  for (double v : x) m = std::max(m, std::abs(v));
+  return layout.processes().max(m);
+}
+
+}  // namespace
+
+// The systems made so far (key → lift, and the M, K versions they were made from).
+struct FirstOrderStepper::Impl {
+  struct Entry {
+    Lift lift;
+    Version m = 0, k = 0;
+  };
+  std::map<std::string, Entry> systems;
+  std::vector<double> g, b, f0, f1, work;
+};
+
+FirstOrderStepper::FirstOrderStepper(Store& store, FirstOrder problem, FirstOrderOptions options,
+                                     std::vector<double> u0, double t0)
+    : store_(store),
+      p_(std::move(problem)),
+      o_(options),
+      impl_(std::make_unique<Impl>()),
+      u_(std::move(u0)),
+      t_(t0),
+      dt_(options.dt) {
+  FEM_EXPECTS(!p_.name.empty(), "time: the problem needs a name (the prefix of its store entries)");
+  FEM_EXPECTS(std::isfinite(o_.dt) && o_.dt > 0, "time: dt is {}; a positive step", o_.dt);
+  if (o_.scheme == Scheme::theta)
+    FEM_EXPECTS(o_.theta >= 0.5 && o_.theta <= 1.0,
+                "time: θ = {} is outside [0.5, 1] (unconditionally stable)", o_.theta);
+  FEM_EXPECTS(o_.scheme != Scheme::newmark && o_.scheme != Scheme::generalized_alpha,
+              "time: {} is a second-order scheme (SecondOrderStepper)", to_string(o_.scheme));
+  FEM_EXPECTS(o_.tolerance >= 0, "time: tolerance {} is negative", o_.tolerance);
+  FEM_EXPECTS(o_.rannacher_steps >= 0, "time: rannacher_steps {} is negative", o_.rannacher_steps);
+  solver_ = p_.solver ? p_.solver : std::shared_ptr<solve::LinearSolver>(solve::make_solver(o_.linear));
+  const auto M = store_.get<CsrMatrix>(p_.M);
+  FEM_EXPECTS(static_cast<std::size_t>(M->rows()) == u_.size(), "time: u0 has {} entries, M '{}' {} rows",
+              u_.size(), p_.M, M->rows());
+  FEM_EXPECTS(std::is_sorted(p_.dirichlet.dofs.begin(), p_.dirichlet.dofs.end()),
+              "time: the constrained unknowns must be sorted");
+  impl_->g.assign(p_.dirichlet.dofs.size(), 0.0);
+  if (p_.dirichlet.values) p_.dirichlet.values(t_, impl_->g);
+  for (std::size_t k = 0; k < p_.dirichlet.dofs.size(); ++k) u_[p_.dirichlet.dofs[k]] = impl_->g[k];
+  report_.scheme = std::string(to_string(o_.scheme));
+}
+
+FirstOrderStepper::~FirstOrderStepper() = default;
+
+void FirstOrderStepper::advance(double h, bool first_order, std::vector<double>& out,
+                                const std::vector<double>& from, const std::vector<double>* before,
+                                double t_from, double h_before) {
+  Impl& s = *impl_;
+  const auto M = store_.get_versioned<CsrMatrix>(p_.M);
+  const auto K = store_.get_versioned<CsrMatrix>(p_.K);
+  const std::size_t n = from.size();
+  const double t1 = t_from + h;
+  // The scheme: (M + c K) u1 = rhs.
+  double theta = o_.scheme == Scheme::crank_nicolson ? 0.5 : o_.scheme == Scheme::theta ? o_.theta : 1.0;
+  const bool bdf2 = o_.scheme == Scheme::bdf2 && !first_order && before;
+  if (first_order) theta = 1.0;
+  double c = theta * h, a = 1, omega = 0;
+  if (bdf2) {
+    omega = h / h_before;
+    a = (1 + omega) / (1 + 2 * omega);
+    c = a * h;
+  }
+  const std::string key = system_key(p_.name, 1.0, c);
+  auto it = s.systems.find(key);
+  if (it == s.systems.end() || it->second.m != M.version || it->second.k != K.version ||
+      !store_.contains(key)) {
+    auto [A, lift] = system(*M.value, *K.value, 1.0, c, p_.dirichlet.dofs);
+    store_.put(key, std::move(A));
+    if (s.systems.find(key) == s.systems.end()) ++report_.systems;
+    s.systems[key] = {std::move(lift), M.version, K.version};
+    it = s.systems.find(key);
+    if (std::find(report_.distinct_dts.begin(), report_.distinct_dts.end(), h) == report_.distinct_dts.end())
+      report_.distinct_dts.push_back(h);
+  }
+  solver_->factorize(store_, key);
+  // The right-hand side.
+  s.b.assign(n, 0.0);
+  s.work.assign(n, 0.0);
+  s.f1.assign(n, 0.0);
+  if (p_.load) p_.load(t1, s.f1);
+  if (bdf2) {
+    M.value->multiply(from, s.work);
+    for (std::size_t i = 0; i < n; ++i) s.b[i] = (1 + omega) * s.work[i];
+    M.value->multiply(*before, s.work);
+    for (std::size_t i = 0; i < n; ++i)
+      s.b[i] = a * (s.b[i] - omega * omega / (1 + omega) * s.work[i] + h * s.f1[i]);
+  } else {
+    M.value->multiply(from, s.b);
+    if (theta < 1.0) {
+      K.value->multiply(from, s.work);
+      s.f0.assign(n, 0.0);
+      if (p_.load) p_.load(t_from, s.f0);
+      for (std::size_t i = 0; i < n; ++i)
+        s.b[i] += -(1 - theta) * h * s.work[i] + h * (theta * s.f1[i] + (1 - theta) * s.f0[i]);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) s.b[i] += h * s.f1[i];
+    }
+  }
+  if (p_.dirichlet.values) p_.dirichlet.values(t1, s.g);
+  it->second.lift.apply(p_.dirichlet.dofs, s.g, s.b);
+  out.assign(n, 0.0);
+  solve::require(solver_->solve(s.b, out));
+  ++report_.solves;
+}
+
+double FirstOrderStepper::step(double max_dt) {
+  const bool cn = o_.scheme == Scheme::crank_nicolson;
+  const bool second = cn || o_.scheme == Scheme::bdf2 || (o_.scheme == Scheme::theta && o_.theta == 0.5);
+  std::vector<double> next, half, mid;
+  for (;;) {
+    // The last step of a run lands on its end; a remainder within rounding of dt is dt (its matrix).
+    double h = max_dt < dt_ * (1 - 1e-9) ? max_dt : dt_;
+    const bool start = steps_ == 0;
+    // Rannacher: the first steps of CN as two backward-Euler half steps (M + h/2 K: CN's matrix).
+    const bool rannacher = cn && steps_ < o_.rannacher_steps;
+    const auto one = [&](double hh, const std::vector<double>& from, const std::vector<double>* before,
+                         double t_from, double h_before, std::vector<double>& out) {
+      if (rannacher) {
+        advance(hh / 2, true, mid, from, nullptr, t_from, 0);
+        advance(hh / 2, true, out, mid, nullptr, t_from + hh / 2, 0);
+      } else {
+        // BDF2 starts with one backward-Euler step.
+        advance(hh, start && o_.scheme == Scheme::bdf2 && !before, out, from, before, t_from, h_before);
+      }
+    };
+    const std::vector<double>* before = steps_ > 0 && o_.scheme == Scheme::bdf2 ? &u_prev_ : nullptr;
+    if (o_.tolerance <= 0) {
+      one(h, u_, before, t_, dt_prev_, next);
+    } else {
+      // Step doubling: one step of h against two of h/2 (all on the ladder).
+      std::vector<double> big;
+      one(h, u_, before, t_, dt_prev_, big);
+      one(h / 2, u_, before, t_, dt_prev_, half);
+      one(h / 2, half, o_.scheme == Scheme::bdf2 ? &u_ : nullptr, t_ + h / 2, h / 2, next);
+      const int order = second && !(rannacher || (o_.scheme == Scheme::bdf2 && start)) ? 2 : 1;
+      double e = 0;
+      for (std::size_t i = 0; i < next.size(); ++i) e = std::max(e, std::abs(big[i] - next[i]));
+      const Layout& layout = solver_->layout();
+      const double error =
+          layout.processes().max(e) / (std::pow(2.0, order) - 1) / std::max(max_abs(next, layout), 1e-300);
+      if (error > o_.tolerance) {
+        ++report_.rejected;
+        FEM_EXPECTS(
+            dt_ / 2 >= o_.dt_min * (1 - 1e-12),
+            "time: the step error {:.3g} exceeds the tolerance {:.3g} at the smallest step {:.6g} (dt_min)",
+            error, o_.tolerance, dt_);
+        dt_ /= 2;
+        continue;
+      }
+      if (error < o_.tolerance / std::pow(2.0, order + 1) && dt_ * 2 <= o_.dt_max) dt_ *= 2;  // next step
+    }
+    u_prev_ = std::move(u_);
+    u_ = std::move(next);
+    t_ += h;
+    dt_prev_ = h;
+    ++steps_;
+    ++report_.accepted;
+    report_.dt_min = std::min(report_.dt_min, h);
+    report_.dt_max = std::max(report_.dt_max, h);
+    return h;
+  }
+}
+
+void FirstOrderStepper::advance_to(double t_end, const std::function<void(const FirstOrderStepper&)>& each) {
+  while (t_ < t_end - 1e-12 * std::max(1.0, std::abs(t_end))) {
+    step(t_end - t_);
+    if (each) each(*this);
+  }
+}
+
+// --- second order ----------------------------------------------------------------------------
+
+SecondOrderStepper::SecondOrderStepper(Store& store, SecondOrder problem, SecondOrderOptions options,
+                                       std::vector<double> u0, std::vector<double> v0, double t0)
+    : store_(store), p_(std::move(problem)), o_(options), u_(std::move(u0)), v_(std::move(v0)), t_(t0) {
+  FEM_EXPECTS(!p_.name.empty(), "time: the problem needs a name (the prefix of its store entries)");
+  FEM_EXPECTS(std::isfinite(o_.dt) && o_.dt > 0, "time: dt is {}; a positive step", o_.dt);
+  FEM_EXPECTS(u_.size() == v_.size(), "time: u0 has {} entries, v0 {}", u_.size(), v_.size());
+  if (o_.scheme == Scheme::generalized_alpha) {
+    FEM_EXPECTS(o_.rho_inf >= 0 && o_.rho_inf <= 1, "time: ρ∞ = {} is outside [0, 1]", o_.rho_inf);
+    alpha_m_ = (2 * o_.rho_inf - 1) / (o_.rho_inf + 1);
+    alpha_f_ = o_.rho_inf / (o_.rho_inf + 1);
+    gamma_ = 0.5 - alpha_m_ + alpha_f_;
+    beta_ = 0.25 * (1 - alpha_m_ + alpha_f_) * (1 - alpha_m_ + alpha_f_);
+  } else {
+    FEM_EXPECTS(o_.scheme == Scheme::newmark, "time: {} is a first-order scheme (FirstOrderStepper)",
+                to_string(o_.scheme));
+    FEM_EXPECTS(o_.gamma >= 0.5 && o_.beta >= 0.25 * (o_.gamma + 0.5) * (o_.gamma + 0.5) - 1e-15,
+                "time: Newmark β = {}, γ = {} is not unconditionally stable (γ ≥ ½, β ≥ (γ + ½)²/4)", o_.beta,
+                o_.gamma);
+    beta_ = o_.beta;
+    gamma_ = o_.gamma;
+  }
+  solver_ = p_.solver ? p_.solver : std::shared_ptr<solve::LinearSolver>(solve::make_solver(o_.linear));
+  report_.scheme = std::string(to_string(o_.scheme));
+  const auto M = matrix(p_.M), K = matrix(p_.K);
+  FEM_EXPECTS(static_cast<std::size_t>(M->rows()) == u_.size(), "time: u0 has {} entries, M '{}' {} rows",
+              u_.size(), p_.M, M->rows());
+  for (index_t d : p_.fixed) u_[d] = v_[d] = 0.0;
+  // The consistent initial acceleration: M a0 = f(t0) − C v0 − K u0 (zero at the fixed unknowns).
+  const std::size_t n = u_.size();
+  std::vector<double> b(n, 0.0), w(n);
+  if (p_.load) p_.load(t_, b);
+  K->multiply(u_, w);
+  for (std::size_t i = 0; i < n; ++i) b[i] -= w[i];
+  if (p_.rayleigh_mass != 0 || p_.rayleigh_stiffness != 0) {
+    M->multiply(v_, w);
+    for (std::size_t i = 0; i < n; ++i) b[i] -= p_.rayleigh_mass * w[i];
+    K->multiply(v_, w);
+    for (std::size_t i = 0; i < n; ++i) b[i] -= p_.rayleigh_stiffness * w[i];
+  }
+  for (index_t d : p_.fixed) b[d] = 0.0;
+  const std::string mkey = system_key(p_.name, 1.0, 0.0);
+  store_.put(mkey, system(*M, *K, 1.0, 0.0, p_.fixed).first);
+  solver_->factorize(store_, mkey);
+  a_.assign(n, 0.0);
+  solve::require(solver_->solve(b, a_));
+  ++report_.solves;
+  // The step's matrix: (1−αm) M + (1−αf) γ h C + (1−αf) β h² K.
+  const double h = o_.dt;
+  const double cM = (1 - alpha_m_) + (1 - alpha_f_) * gamma_ * h * p_.rayleigh_mass;
+  const double cK = (1 - alpha_f_) * gamma_ * h * p_.rayleigh_stiffness + (1 - alpha_f_) * beta_ * h * h;
+  system_key_ = system_key(p_.name, cM, cK);
+  store_.put(system_key_, system(*M, *K, cM, cK, p_.fixed).first);
+  report_.distinct_dts.push_back(h);
+}
+
+std::shared_ptr<const CsrMatrix> SecondOrderStepper::matrix(const std::string& key) const {
+  return store_.get<CsrMatrix>(key);
+}
+
+void SecondOrderStepper::step() {
+  const auto M = matrix(p_.M), K = matrix(p_.K);
+  const std::size_t n = u_.size();
+  const double h = o_.dt, am = alpha_m_, af = alpha_f_, b = beta_, g = gamma_;
+  std::vector<double> rhs(n, 0.0), x(n), w(n), a1(n);
+  if (p_.load) p_.load(t_ + (1 - af) * h, rhs);
+  // − αm M a_n
+  M->multiply(a_, w);
+  for (std::size_t i = 0; i < n; ++i) rhs[i] -= am * w[i];
+  // − C [(1−αf)(v_n + h(1−γ)a_n) + αf v_n]
+  if (p_.rayleigh_mass != 0 || p_.rayleigh_stiffness != 0) {
+    for (std::size_t i = 0; i < n; ++i) x[i] = (1 - af) * (v_[i] + h * (1 - g) * a_[i]) + af * v_[i];
+    M->multiply(x, w);
+    for (std::size_t i = 0; i < n; ++i) rhs[i] -= p_.rayleigh_mass * w[i];
+    K->multiply(x, w);
+    for (std::size_t i = 0; i < n; ++i) rhs[i] -= p_.rayleigh_stiffness * w[i];
+  }
+  // − K [(1−αf)(u_n + h v_n + h²(½−β)a_n) + αf u_n]
+  for (std::size_t i = 0; i < n; ++i)
+    x[i] = (1 - af) * (u_[i] + h * v_[i] + h * h * (0.5 - b) * a_[i]) + af * u_[i];
+  K->multiply(x, w);
+  for (std::size_t i = 0; i < n; ++i) rhs[i] -= w[i];
+  for (index_t d : p_.fixed) rhs[d] = 0.0;
+  solver_->factorize(store_, system_key_);
+  solve::require(solver_->solve(rhs, a1));
+  ++report_.solves;
+  for (std::size_t i = 0; i < n; ++i) {
+    u_[i] += h * v_[i] + h * h * ((0.5 - b) * a_[i] + b * a1[i]);
+    v_[i] += h * ((1 - g) * a_[i] + g * a1[i]);
+  }
+  a_ = std::move(a1);
+  t_ += h;
+  ++report_.accepted;
+  report_.dt_min = std::min(report_.dt_min, h);
+  report_.dt_max = std::max(report_.dt_max, h);
+}
+
+double SecondOrderStepper::quadratic(const std::string& key, std::span<const double> x) const {
+  const auto A = matrix(key);
+  std::vector<double> w(x.size());
+  A->multiply(x, w);
+  double s = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) s += x[i] * w[i];
+  return solver_->layout().processes().sum(s);  // local partial matrices: every cell once
+}
+
+double SecondOrderStepper::kinetic_energy() const { return 0.5 * quadratic(p_.M, v_); }
+double SecondOrderStepper::strain_energy() const { return 0.5 * quadratic(p_.K, u_); }
+
+}  // namespace fem::time

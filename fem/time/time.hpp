@@ -1,0 +1,152 @@
+// fem::time: time integration on the factorization cache. First-order systems M u̇ + K u = f(t)
+// (the θ-method — backward Euler, Crank–Nicolson with Rannacher start steps — and BDF2) and
+// second-order ones M ü + C u̇ + K u = f(t), C = αM + βK (Newmark, generalized-α). Each
+// scheme's matrix is a store entry named by its coefficients, cM·M + cK·K with cK from the step
+// (`<name>/A/<cM>/<cK>`), so a fixed-dt linear run factorizes once and an adaptive one, whose
+// steps lie on a ladder dt₀·2ᵏ, once per distinct dt. docs/time.md.
+//
+//   fem::time::FirstOrder p{"heat", "M", "K"};
+//   p.load = [&](double t, std::span<double> f) { ... };          // adds f(t)
+//   p.dirichlet = {dofs, [&](double t, std::span<double> g) { ... }};
+//   fem::time::FirstOrderStepper s(store, p, {.scheme = Scheme::crank_nicolson, .dt = 0.01}, u0);
+//   while (s.t() < 1) s.step();
+#pragma once
+
+#include <fem/csr.hpp>
+#include <fem/solve/linear_solver.hpp>
+#include <fem/store.hpp>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace fem::time {
+
+/// Constrained unknowns (their local numbers, sorted) and their values at t (null: zero).
+struct Dirichlet {
+  std::vector<index_t> dofs;
+  std::function<void(double t, std::span<double> values)> values;
+};
+
+/// Adds f(t) (an assembled vector: partial sums at shared unknowns on a distributed mesh) into f.
+using Load = std::function<void(double t, std::span<double> f)>;
+
+/// M u̇ + K u = f(t) on CsrMatrix entries of one pattern.
+struct FirstOrder {
+  std::string name;  ///< prefix of the store entries the stepper makes
+  std::string M, K;
+  Load load;  ///< null: no load
+  Dirichlet dirichlet;
+  /// The linear solver (serial or distributed); null: a serial one of the options' `linear`.
+  std::shared_ptr<solve::LinearSolver> solver;
+};
+
+enum class Scheme { backward_euler, crank_nicolson, theta, bdf2, newmark, generalized_alpha };
+std::string_view to_string(Scheme s) noexcept;
+
+struct FirstOrderOptions {
+  Scheme scheme = Scheme::backward_euler;
+  double theta = 1.0;       ///< Scheme::theta (0.5 ≤ θ ≤ 1)
+  int rannacher_steps = 0;  ///< Crank–Nicolson: the first steps as two backward-Euler half steps each
+  double dt = 0;            ///< the (first) step
+  /// Adaptive steps when > 0: the relative error max|e| / max|u| of each step (estimated by step
+  /// doubling) at most this; dt stays on the ladder dt·2ᵏ within [dt_min, dt_max].
+  double tolerance = 0;
+  double dt_min = 0, dt_max = std::numeric_limits<double>::infinity();
+  solve::Options linear = {};
+};
+
+/// What a stepper did.
+struct Report {
+  std::string scheme;
+  index_t accepted = 0, rejected = 0;
+  double dt_min = std::numeric_limits<double>::infinity(), dt_max = 0;
+  index_t solves = 0;
+  std::vector<double> distinct_dts;  ///< the steps taken (accepted or not, half steps too), each once
+  index_t systems = 0;               ///< distinct matrices made (each factorized once while cached)
+};
+
+class FirstOrderStepper {
+ public:
+  /// u0: the state at t0 (its constrained values are replaced by the conditions' at t0).
+  FirstOrderStepper(Store& store, FirstOrder problem, FirstOrderOptions options, std::vector<double> u0,
+                    double t0 = 0);
+  ~FirstOrderStepper();
+  /// One accepted step (adaptive: retried at half the step until its error passes), of at most
+  /// `max_dt` (the last step of a run: landing on its end). Returns the step taken.
+  double step(double max_dt = std::numeric_limits<double>::infinity());
+  /// Steps until t_end; `each(stepper)` after every accepted step.
+  void advance_to(double t_end, const std::function<void(const FirstOrderStepper&)>& each = {});
+  double t() const noexcept { return t_; }
+  /// The step the next step() tries.
+  double dt() const noexcept { return dt_; }
+  std::span<const double> u() const noexcept { return u_; }
+  const Report& report() const noexcept { return report_; }
+  const solve::LinearSolver& solver() const noexcept { return *solver_; }
+
+ private:
+  struct Impl;
+  // One step of `scheme` from (u_, u_prev_) over h into `out`; the linear solve included.
+  void advance(double h, bool first_order, std::vector<double>& out, const std::vector<double>& from,
+               const std::vector<double>* before, double t_from, double h_before);
+  Store& store_;
+  FirstOrder p_;
+  FirstOrderOptions o_;
+  std::shared_ptr<solve::LinearSolver> solver_;
+  std::unique_ptr<Impl> impl_;
+  std::vector<double> u_, u_prev_;
+  double t_ = 0, dt_ = 0, dt_prev_ = 0;
+  index_t steps_ = 0;
+  Report report_;
+};
+
+/// M ü + C u̇ + K u = f(t), C = rayleigh_mass·M + rayleigh_stiffness·K.
+struct SecondOrder {
+  std::string name;
+  std::string M, K;
+  double rayleigh_mass = 0, rayleigh_stiffness = 0;
+  Load load;
+  /// Fixed unknowns (u = 0 there: clamped supports).
+  std::vector<index_t> fixed;
+  std::shared_ptr<solve::LinearSolver> solver;
+};
+
+struct SecondOrderOptions {
+  Scheme scheme = Scheme::newmark;
+  double beta = 0.25, gamma = 0.5;  ///< Newmark (average acceleration)
+  double rho_inf = 1.0;             ///< generalized-α: the high-frequency spectral radius, 0 .. 1
+  double dt = 0;
+  solve::Options linear = {};
+};
+
+class SecondOrderStepper {
+ public:
+  /// u0, v0 at t0; the initial acceleration is the consistent one, M a0 = f(t0) − C v0 − K u0.
+  SecondOrderStepper(Store& store, SecondOrder problem, SecondOrderOptions options, std::vector<double> u0,
+                     std::vector<double> v0, double t0 = 0);
+  void step();
+  double t() const noexcept { return t_; }
+  std::span<const double> u() const noexcept { return u_; }
+  std::span<const double> v() const noexcept { return v_; }
+  std::span<const double> a() const noexcept { return a_; }
+  /// ½ vᵀMv and ½ uᵀKu (summed over processes).
+  double kinetic_energy() const;
+  double strain_energy() const;
+  const Report& report() const noexcept { return report_; }
+
+ private:
+  std::shared_ptr<const CsrMatrix> matrix(const std::string& key) const;
+  double quadratic(const std::string& key, std::span<const double> x) const;
+  Store& store_;
+  SecondOrder p_;
+  SecondOrderOptions o_;
+  std::shared_ptr<solve::LinearSolver> solver_;
+  std::vector<double> u_, v_, a_;
+  double t_ = 0, alpha_m_ = 0, alpha_f_ = 0, beta_ = 0.25, gamma_ = 0.5;
+  std::string system_key_;
+  Report report_;
+};
+
+}  // namespace fem::time

@@ -1,0 +1,253 @@
+// fem::time: observed temporal orders (backward Euler 1, Crank–Nicolson 2, BDF2 2) on a
+// manufactured solution with time-dependent Dirichlet data that P1 represents exactly in space;
+// one factorization per fixed-dt run and per distinct dt of an adaptive one; Newmark's energy over
+// 1000 undamped steps and its period elongation (ωΔt)²/12; generalized-α's spectral radius at
+// infinite frequency ρ∞, from the amplification matrix of the implementation itself.
+#include <gtest/gtest.h>
+
+#include <Eigen/Eigenvalues>
+#include <cmath>
+#include <numbers>
+
+#include "fem/assembly/assembler.hpp"
+#include "fem/assembly/boundary.hpp"
+#include "fem/mesh/generate.hpp"
+#include "fem/store.hpp"
+#include "fem/time/time.hpp"
+
+namespace {
+
+using fem::index_t;
+using namespace fem::assembly;
+namespace ft = fem::time;
+
+class Time : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fem::store().clear();
+    fem::store().reset_stats();
+  }
+};
+
+// u = (1 + x + 2y) e^{−t}: linear in space, so the semi-discrete P1 solution is its interpolant
+// and every error is the scheme's. f = u_t − Δu = −u.
+struct Manufactured {
+  std::shared_ptr<const Assembler> a;
+  std::vector<index_t> dofs;
+  std::vector<double> xy;  // coordinates of the constrained dofs
+  static double exact(const double* x, double t) { return (1 + x[0] + 2 * x[1]) * std::exp(-t); }
+};
+
+Manufactured setup(const std::string& name) {
+  auto& s = fem::store();
+  s.put(name + "/mesh", fem::mesh::unit_square(fem::CellType::tri3, 8));
+  const FunctionSpace V(name + "/mesh", 1);
+  auto a = std::make_shared<const Assembler>(V);
+  s.put(name + "/M", a->matrix(Mass{}));
+  s.put(name + "/K", a->matrix(Diffusion{}));
+  Manufactured m{a, dirichlet_values(V, std::vector<Dirichlet>{{FacetSet::all(), nullptr}}).dofs, {}};
+  const auto& coords = V.dofmap().coordinates;
+  for (index_t d : m.dofs) m.xy.insert(m.xy.end(), {coords[2 * d], coords[2 * d + 1]});
+  return m;
+}
+
+ft::FirstOrder problem(const Manufactured& m, const std::string& name) {
+  ft::FirstOrder p{name, name + "/M", name + "/K"};
+  p.load = [a = m.a](double t, std::span<double> f) {
+    a->vector_into(Source{[t](const double* x) { return -Manufactured::exact(x, t); }}, f);
+  };
+  p.dirichlet.dofs = m.dofs;
+  p.dirichlet.values = [xy = m.xy](double t, std::span<double> g) {
+    for (std::size_t k = 0; k < g.size(); ++k) g[k] = Manufactured::exact(&xy[2 * k], t);
+  };
+  return p;
+}
+
+double error_at(const Manufactured& m, std::span<const double> u, double t) {
+  const auto& coords = m.a->space().dofmap().coordinates;
+  double e = 0;
+  for (std::size_t i = 0; i < u.size(); ++i)
+    e = std::max(e, std::abs(u[i] - Manufactured::exact(&coords[2 * i], t)));
+  return e;
+}
+
+std::vector<double> initial(const Manufactured& m) {
+  const auto& coords = m.a->space().dofmap().coordinates;
+  std::vector<double> u(coords.size() / 2);
+  for (std::size_t i = 0; i < u.size(); ++i) u[i] = Manufactured::exact(&coords[2 * i], 0.0);
+  return u;
+}
+
+TEST_F(Time, ObservedOrdersOfBackwardEulerCrankNicolsonAndBdf2) {
+  const Manufactured m = setup("order");
+  struct Case {
+    ft::Scheme scheme;
+    double order;
+  };
+  for (const Case c : {Case{ft::Scheme::backward_euler, 1}, Case{ft::Scheme::crank_nicolson, 2},
+                       Case{ft::Scheme::bdf2, 2}}) {
+    std::vector<double> err;
+    for (double dt : {0.1, 0.05, 0.025}) {
+      ft::FirstOrderOptions o;
+      o.scheme = c.scheme;
+      o.dt = dt;
+      ft::FirstOrderStepper s(fem::store(), problem(m, "order"), o, initial(m));
+      s.advance_to(1.0);
+      EXPECT_NEAR(s.t(), 1.0, 1e-12);
+      err.push_back(error_at(m, s.u(), 1.0));
+    }
+    for (std::size_t i = 1; i < err.size(); ++i)
+      EXPECT_NEAR(std::log2(err[i - 1] / err[i]), c.order, 0.15) << ft::to_string(c.scheme) << " " << err[i];
+  }
+}
+
+TEST_F(Time, AFixedStepRunFactorizesOnce) {
+  const Manufactured m = setup("once");
+  auto& s = fem::store();
+  for (auto [scheme, rannacher, factorizations] :
+       {std::tuple{ft::Scheme::backward_euler, 0, 1}, std::tuple{ft::Scheme::crank_nicolson, 2, 1},
+        std::tuple{ft::Scheme::bdf2, 0, 2}}) {
+    s.clear();
+    const Manufactured mm = setup("once");
+    const auto before = s.counter("solve.factorizations");
+    ft::FirstOrderOptions o;
+    o.scheme = scheme;
+    o.dt = 0.02;
+    o.rannacher_steps = rannacher;
+    ft::FirstOrderStepper st(s, problem(mm, "once"), o, initial(mm));
+    st.advance_to(1.0);
+    EXPECT_EQ(st.report().accepted, 50);
+    // CN's Rannacher half steps use CN's own matrix; BDF2's backward-Euler start one more.
+    EXPECT_EQ(s.counter("solve.factorizations") - before, factorizations) << ft::to_string(scheme);
+  }
+}
+
+TEST_F(Time, AdaptiveStepsStayOnTheLadderAndFactorizeOncePerDistinctStep) {
+  const Manufactured m = setup("adapt");
+  auto& s = fem::store();
+  const auto before = s.counter("solve.factorizations");
+  ft::FirstOrderOptions o;
+  o.scheme = ft::Scheme::crank_nicolson;
+  o.dt = 0.4;  // too large for the tolerance: rejected, halved
+  o.tolerance = 1e-4;
+  o.dt_min = 1e-4;
+  ft::FirstOrderStepper st(s, problem(m, "adapt"), o, initial(m));
+  st.advance_to(2.0);
+  const auto& r = st.report();
+  EXPECT_GT(r.rejected, 0);
+  for (double dt : r.distinct_dts) {
+    const double k = std::log2(dt / 0.4);
+    EXPECT_NEAR(k, std::round(k), 1e-9) << dt << " is off the ladder 0.4·2^k";
+  }
+  EXPECT_EQ(s.counter("solve.factorizations") - before, static_cast<std::int64_t>(r.distinct_dts.size()));
+  EXPECT_EQ(r.systems, static_cast<index_t>(r.distinct_dts.size()));
+  EXPECT_LT(error_at(m, st.u(), st.t()), 50 * o.tolerance);
+  // BDF2's leading coefficient changes right after a change of step (ω = 2 or ½): one matrix
+  // per distinct (dt, ω), each factorized once.
+  const auto bdf_before = s.counter("solve.factorizations");
+  o.scheme = ft::Scheme::bdf2;
+  auto pb = problem(m, "adapt");
+  pb.name = "adapt-bdf2";  // its own matrices
+  ft::FirstOrderStepper b(s, pb, o, initial(m));
+  b.advance_to(2.0);
+  EXPECT_EQ(s.counter("solve.factorizations") - bdf_before, static_cast<std::int64_t>(b.report().systems));
+  EXPECT_LT(error_at(m, b.u(), b.t()), 50 * o.tolerance);
+}
+
+// M ü + K u = 0 on the square (the wave equation), u0 = sin(πx) sin(πy): average acceleration
+// conserves ½vᵀMv + ½uᵀKu.
+TEST_F(Time, NewmarkConservesEnergyOverAThousandSteps) {
+  auto& s = fem::store();
+  s.put("wave/mesh", fem::mesh::unit_square(fem::CellType::tri3, 12));
+  const FunctionSpace V("wave/mesh", 1);
+  const Assembler a(V);
+  s.put("wave/M", a.matrix(Mass{}));
+  s.put("wave/K", a.matrix(Diffusion{}));
+  const auto fixed = dirichlet_values(V, std::vector<Dirichlet>{{FacetSet::all(), nullptr}}).dofs;
+  const auto& c = V.dofmap().coordinates;
+  std::vector<double> u0(c.size() / 2), v0(u0.size(), 0.0);
+  for (std::size_t i = 0; i < u0.size(); ++i)
+    u0[i] = std::sin(std::numbers::pi * c[2 * i]) * std::sin(std::numbers::pi * c[2 * i + 1]);
+  ft::SecondOrder p{"wave", "wave/M", "wave/K"};
+  p.fixed = fixed;
+  ft::SecondOrderOptions o;
+  o.dt = 0.05;
+  ft::SecondOrderStepper st(s, p, o, u0, v0);
+  const double e0 = st.kinetic_energy() + st.strain_energy();
+  const auto before = s.counter("solve.factorizations");
+  for (int i = 0; i < 1000; ++i) st.step();
+  EXPECT_NEAR(st.kinetic_energy() + st.strain_energy(), e0, 1e-10 * e0);
+  EXPECT_EQ(s.counter("solve.factorizations") - before, 1);  // the step's matrix, once
+}
+
+// The amplification matrix of one step of a single oscillator (M = 1, K = ω²) from the
+// implementation: three runs from (u, v, a) = e1, e2, e3 (a0 set through the load at t0).
+Eigen::Matrix3d amplification(const ft::SecondOrderOptions& o, double omega) {
+  auto& s = fem::store();
+  const auto p1 =
+      std::make_shared<const fem::CsrPattern>(1, 1, std::vector<index_t>{0, 1}, std::vector<index_t>{0});
+  s.put("osc/M", fem::CsrMatrix(p1, {1.0}));
+  s.put("osc/K", fem::CsrMatrix(p1, {omega * omega}));
+  Eigen::Matrix3d A;
+  for (int j = 0; j < 3; ++j) {
+    const double u0 = j == 0, v0 = j == 1, a0 = j == 2;
+    ft::SecondOrder p{"osc", "osc/M", "osc/K"};
+    p.load = [&](double t, std::span<double> f) {
+      if (t == 0.0) f[0] += a0 + omega * omega * u0;  // M a0 + K u0: sets a0
+    };
+    ft::SecondOrderStepper st(s, p, o, {u0}, {v0});
+    EXPECT_NEAR(st.a()[0], a0, 1e-12 * std::max(1.0, omega * omega));
+    st.step();
+    A.col(j) << st.u()[0], st.v()[0], st.a()[0];
+  }
+  return A;
+}
+
+TEST_F(Time, NewmarksPeriodElongationIsOmegaDtSquaredOverTwelve) {
+  ft::SecondOrderOptions o;
+  o.dt = 0.1;
+  for (double omega_dt : {0.1, 0.2, 0.4}) {
+    const double omega = omega_dt / o.dt;
+    const Eigen::Vector3cd lambda = amplification(o, omega).eigenvalues();
+    double phase = 0;  // of the principal pair (the third eigenvalue is 0)
+    for (int i = 0; i < 3; ++i)
+      if (std::abs(lambda(i)) > 0.5) phase = std::max(phase, std::abs(std::arg(lambda(i))));
+    const double elongation = omega_dt / phase - 1;  // T̄/T − 1
+    EXPECT_NEAR(elongation, omega_dt * omega_dt / 12, 0.05 * omega_dt * omega_dt / 12) << omega_dt;
+    for (int i = 0; i < 3; ++i)
+      if (std::abs(lambda(i)) > 0.5) EXPECT_NEAR(std::abs(lambda(i)), 1.0, 1e-12);  // no growth, no damping
+  }
+}
+
+TEST_F(Time, GeneralizedAlphasSpectralRadiusAtInfinityIsRhoInf) {
+  for (double rho : {0.0, 0.5, 0.8, 1.0}) {
+    ft::SecondOrderOptions o;
+    o.scheme = ft::Scheme::generalized_alpha;
+    o.rho_inf = rho;
+    o.dt = 1.0;
+    const Eigen::Vector3cd lambda = amplification(o, 1e6).eigenvalues();  // ωΔt = 10⁶
+    double radius = 0;
+    for (int i = 0; i < 3; ++i) radius = std::max(radius, std::abs(lambda(i)));
+    EXPECT_NEAR(radius, rho, 1e-3) << "ρ∞ = " << rho;
+  }
+}
+
+TEST_F(Time, BadOptionsAreRefusedInWords) {
+  const Manufactured m = setup("bad");
+  ft::FirstOrderOptions o;
+  o.dt = 0;
+  EXPECT_THROW(ft::FirstOrderStepper(fem::store(), problem(m, "bad"), o, initial(m)), fem::InvalidArgument);
+  o.dt = 0.1;
+  o.scheme = ft::Scheme::theta;
+  o.theta = 0.3;
+  EXPECT_THROW(ft::FirstOrderStepper(fem::store(), problem(m, "bad"), o, initial(m)), fem::InvalidArgument);
+  ft::SecondOrderOptions so;
+  so.dt = 0.1;
+  so.beta = 0.1;
+  ft::SecondOrder sp{"bad2", "bad/M", "bad/K"};
+  const auto n = initial(m).size();
+  EXPECT_THROW(ft::SecondOrderStepper(fem::store(), sp, so, std::vector<double>(n), std::vector<double>(n)),
+               fem::InvalidArgument);
+}
+
+}  // namespace
