@@ -14,6 +14,7 @@
 
 #include "commands.hpp"
 #include "fem/dist/runtime.hpp"
+#include "fem/time/time.hpp"
 #include "solver_common.hpp"
 
 namespace fem::app {
@@ -21,11 +22,22 @@ namespace {
 
 struct HeatOptions {
   CommonOptions common;
-  std::vector<std::string> coefficients, dirichlet, neumann;
+  std::vector<std::string> coefficients, capacity, dirichlet, neumann;
   std::string source, initial = "0", exact;
   double dt = 0;
   int steps = 0, every = 0;
+  std::string scheme = "be";
+  double theta = 1.0;
+  int rannacher = 0;
+  double adaptive = 0, dt_min = 0, dt_max = 0;
 };
+
+time::Scheme scheme_of(const HeatOptions& o) {
+  if (o.scheme == "cn") return time::Scheme::crank_nicolson;
+  if (o.scheme == "bdf2") return time::Scheme::bdf2;
+  if (o.scheme == "theta") return time::Scheme::theta;
+  return time::Scheme::backward_euler;
+}
 
 // The .pvd of --output: FILE.pvd, or FOLDER/heat.pvd; folders created, writability checked.
 std::filesystem::path pvd_path(const std::string& output) {
@@ -44,6 +56,140 @@ std::filesystem::path pvd_path(const std::string& output) {
   return p;
 }
 
+// Every scheme through fem::time when k does not depend on t: ρc M and K assembled once, the
+// scheme's matrix M + c K a store entry per step size (factorized once each), the data
+// evaluated at the times the scheme asks for.
+void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient& k,
+                     const assembly::Coefficient& capacity, const std::optional<Expression>& source,
+                     const std::optional<Expression>& initial, const std::optional<Expression>& exact,
+                     const std::vector<assembly::Dirichlet>& dirichlet,
+                     const std::vector<assembly::Neumann>& neumann,
+                     const std::vector<Expression>& keep_dirichlet,
+                     const std::vector<Expression>& keep_neumann,
+                     const std::optional<std::filesystem::path>& pvd, int every) {
+  const assembly::Assembler& a = *run.assembler();
+  const assembly::FunctionSpace& V = a.space();
+  Stopwatch w;
+  run.check_tags(neumann, {&k, &capacity});
+  const auto nnz = a.pattern()->nnz();
+  std::vector<double> mass = prefaulted_vector<double>(nnz), stiffness = prefaulted_vector<double>(nnz), u;
+  run.local([&] {
+    a.matrix_into(assembly::Mass{capacity}, mass);
+    a.matrix_into(assembly::Diffusion{k}, stiffness);
+    u = assembly::interpolate(V, initial->function());
+  });
+  Store& store = run.store();
+  store.put("heat/M", CsrMatrix(a.pattern(), std::move(mass)));
+  store.put("heat/K", CsrMatrix(a.pattern(), std::move(stiffness)));
+  const auto set_time = [](const std::vector<Expression>& e, double t) {
+    for (const auto& x : e) x.set_time(t);
+  };
+  time::FirstOrder p{"heat", "heat/M", "heat/K"};
+  p.solver = run.solver();
+  if (source || !neumann.empty())
+    p.load = [&](double t, std::span<double> f) {
+      if (source) source->set_time(t);
+      set_time(keep_neumann, t);
+      run.local([&] {
+        if (source) a.vector_into(assembly::Source{source->function(), source->batch_function()}, f);
+        assembly::assemble_neumann(V, neumann, f);
+      });
+    };
+  set_time(keep_dirichlet, 0.0);
+  const auto bc0 = assembly::dirichlet_values(V, dirichlet, run.layout());
+  run.constrained_dofs = run.layout().processes().sum(static_cast<std::int64_t>(
+      std::count_if(bc0.dofs.begin(), bc0.dofs.end(), [&](index_t d) { return run.layout().owns(d); })));
+  p.dirichlet.dofs = bc0.dofs;
+  p.dirichlet.values = [&](double t, std::span<double> g) {
+    set_time(keep_dirichlet, t);
+    const auto bc = assembly::dirichlet_values(V, dirichlet, run.layout());
+    std::copy(bc.values.begin(), bc.values.end(), g.begin());
+  };
+  time::FirstOrderOptions to;
+  to.scheme = scheme_of(o);
+  to.theta = o.theta;
+  to.rannacher_steps = o.rannacher;
+  to.dt = o.dt;
+  to.tolerance = o.adaptive;
+  to.dt_min = o.dt_min > 0 ? o.dt_min : o.dt / 1024;
+  to.dt_max = o.dt_max > 0 ? o.dt_max : std::numeric_limits<double>::infinity();
+  run.t.assemble = w.seconds();
+
+  const double t_end = o.steps * o.dt;
+  std::optional<dist::Series> series;
+  if (pvd) series.emplace(*pvd);
+  const auto write_frame = [&](double t, std::span<const double> x) {
+    if (!series) return;
+    Stopwatch ww;
+    std::vector<double> nodal;
+    run.local([&] {
+      require_finite(x, fmt::format("heat: the solution at t = {}", t));
+      nodal = assembly::mesh_node_values(V, x);
+    });
+    const mesh::Field fields[] = {{"u", 1, nodal}};
+    series->write(t, run.store(), run.mesh_key(), fields);
+    run.t.write += ww.seconds();
+  };
+  time::FirstOrderStepper stepper(store, p, to, u, 0.0);
+  write_frame(0.0, stepper.u());
+  index_t accepted = 0;
+  const auto after_step = [&](const time::FirstOrderStepper& s) {
+    ++accepted;
+    const bool last = s.t() >= t_end - 1e-12 * std::max(1.0, t_end);
+    if (accepted % every == 0 || last) write_frame(s.t(), s.u());
+    run.progress().step(std::min<index_t>(accepted, o.steps), o.steps, s.t());
+  };
+  try {
+    {
+      const auto shown = run.progress().phase("factorizing");  // the first step makes its matrix
+      stepper.step(t_end);
+    }
+    after_step(stepper);
+    stepper.advance_to(t_end, after_step);
+  } catch (const NumericalError& e) {
+    run.explain_time_step_failure(stepper.solver().key(), e.what());  // dt's, in words, when it is
+    throw;
+  }
+  const auto& r = stepper.report();
+  run.t.factorize = r.factorize_seconds;
+  run.t.solve = r.solve_seconds;
+  const std::vector<double> final_u(stepper.u().begin(), stepper.u().end());
+  assembly::Errors err;
+  if (exact) {
+    exact->set_time(stepper.t());
+    err = run.errors(final_u, exact->vector_function());
+  }
+  const auto range = run.layout().range(final_u);
+  if (series) series->commit();
+  nlohmann::json j = run.json();
+  j["time"] = {
+      {"scheme", r.scheme},     {"dt", o.dt},         {"steps", r.accepted}, {"accepted", r.accepted},
+      {"rejected", r.rejected}, {"dt_min", r.dt_min}, {"dt_max", r.dt_max},  {"final", stepper.t()}};
+  j["solution"].update(range_json(range));
+  if (exact) j["error"] = error_json(err);
+  if (series) j["output"] = series->path().string(), j["frames"] = series->frames();
+  run.write_json(j);
+  if (!run.prints()) return;
+  std::FILE* out = run.out();
+  run.print_header();
+  if (o.adaptive > 0)
+    fmt::print(
+        out,
+        "time        {} to t = {}: {} steps accepted, {} rejected, dt in [{:.4g}, {:.4g}] (tolerance {})\n",
+        r.scheme, stepper.t(), r.accepted, r.rejected, r.dt_min, r.dt_max, o.adaptive);
+  else
+    fmt::print(out, "time        {}: {} steps of {} to t = {}\n", r.scheme, r.accepted, o.dt, stepper.t());
+  fmt::print(
+      out, "factorize   {:.4f} s: {} matri{} for {} step size{}; {} solves {:.4f} s in all ({:.2e} s each)\n",
+      run.t.factorize, r.systems, r.systems == 1 ? "x" : "ces", r.distinct_dts.size(),
+      r.distinct_dts.size() == 1 ? "" : "s", r.solves, run.t.solve,
+      run.t.solve / std::max<index_t>(1, r.solves));
+  fmt::print(out, "solution    at t = {}: min {:.6g}, max {:.6g}\n", stepper.t(), range.first, range.second);
+  if (exact) print_errors(out, err);
+  if (series) fmt::print(out, "output      {} ({} frames)\n", series->path().string(), series->frames());
+  run.print_timings();
+}
+
 void run_heat(const HeatOptions& o) {
   Run run(o.common, "heat");
   run.time_stepped = true;  // t in its expressions; M + dt·K: a failure while dt·K drowns M is dt's
@@ -55,8 +201,10 @@ void run_heat(const HeatOptions& o) {
   std::optional<Expression> source, initial, exact;
   std::vector<assembly::Dirichlet> dirichlet;
   std::vector<assembly::Neumann> neumann;
-  assembly::Coefficient k;
+  assembly::Coefficient k, capacity;
+  std::vector<Expression> keep_capacity;
   run.local([&] {
+    capacity = coefficient(run, o.capacity, keep_capacity, "--capacity", 1.0, Admissible::positive("ρc"));
     if (!o.source.empty()) source = expression(run, "--source", o.source);
     initial = expression(run, "--initial", o.initial);
     if (!o.exact.empty()) exact = expression(run, "--exact", o.exact);
@@ -76,6 +224,14 @@ void run_heat(const HeatOptions& o) {
   run.make_space(1, /*spd=*/true);
   const assembly::Assembler& a = *run.assembler();
   const assembly::FunctionSpace& V = a.space();
+  if (!k_uses_t)
+    return heat_by_schemes(o, run, k, capacity, source, initial, exact, dirichlet, neumann, keep_dirichlet,
+                           keep_neumann, pvd, every);
+  if (o.scheme != "be" || o.adaptive > 0)
+    throw Error(
+        fmt::format("--scheme {}{}: with a coefficient in t, heat steps by backward Euler only (a new "
+                    "matrix every step); give k without t",
+                    o.scheme, o.adaptive > 0 ? " --adaptive" : ""));
 
   // M, and A = M + dt K(t) with the Dirichlet rows of the values at t; lift = what the conditions
   // add to b. A k in t makes a new matrix every step (a new version: refactorized, on the same
@@ -89,7 +245,7 @@ void run_heat(const HeatOptions& o) {
   std::vector<double> fixed(n, 0.0), u;  // fixed: dt · (the data that does not depend on t)
   run.check_tags(neumann, {&k});
   run.local([&] {
-    a.matrix_into(assembly::Mass{}, mass);
+    a.matrix_into(assembly::Mass{capacity}, mass);
     if (!neumann_uses_t) assembly::assemble_neumann(V, neumann, fixed);
     if (source && !source_uses_t)
       a.vector_into(assembly::Source{source->function(), source->batch_function()}, fixed);
@@ -228,6 +384,24 @@ void add_heat(CLI::App& app) {
                   "exact solution in x, y, z and t: print its L2 and H1-seminorm errors at the final time");
   cmd->add_option("--every", o->every, "write a frame every K steps (0, the default: about 10 frames)")
       ->check(at_least(0));
+  cmd->add_option(
+         "--scheme", o->scheme,
+         "be (backward Euler, the default), cn (Crank–Nicolson), bdf2, or theta (--theta); docs/time.md")
+      ->check(CLI::IsMember({"be", "cn", "bdf2", "theta"}));
+  cmd->add_option("--theta", o->theta, "θ of --scheme theta, in [0.5, 1]")->check(between(0.5, 1.0));
+  cmd->add_option("--rannacher", o->rannacher,
+                  "cn: the first N steps as two backward-Euler half steps each (rough initial data)")
+      ->check(at_least(0));
+  cmd->add_option("--adaptive", o->adaptive,
+                  "adaptive steps: each step's relative error (step doubling) at most TOL; dt on the ladder "
+                  "dt·2^k; the run ends at steps·dt (0, the default: fixed steps)")
+      ->check(non_negative_number());
+  cmd->add_option("--dt-min", o->dt_min, "--adaptive: the smallest step (0, the default: dt/1024)")
+      ->check(non_negative_number());
+  cmd->add_option("--dt-max", o->dt_max, "--adaptive: the largest step (0, the default: none)")
+      ->check(non_negative_number());
+  cmd->add_option("--capacity", o->capacity, "ρc per cell tag: TAG=VALUE (ρc u_t − div(k ∇u) = f); default 1")
+      ->allow_extra_args(false);
   cmd->callback([o] { run_heat(*o); });
 }
 

@@ -433,6 +433,12 @@ void Run::publish_and_factorize(const std::string& key, std::vector<double> valu
   t.factorize += w.seconds();
 }
 
+void Run::explain_time_step_failure(const std::string& key, const std::string& what) const {
+  if (time_stepped && what.find("(too_large)") == std::string::npos &&
+      what.find("(out_of_memory)") == std::string::npos)
+    explain_time_step(command_, *store_, key, what);
+}
+
 void Run::solve(std::span<const double> b, std::span<double> x) {
   Stopwatch w;
   const solve::SolveReport r = solver_->solve(b, x);

@@ -163,6 +163,9 @@ class Run {
                              const assembly::DirichletValues& bc);
   /// x = A⁻¹b with the solver (b as assembled; x consistent), timed and added to the solve time.
   void solve(std::span<const double> b, std::span<double> x);
+  /// A time-stepped run's failure to factorize or solve with the matrix under `key`: thrown in
+  /// words as the time step's when dt·K drowns M there; otherwise returns (rethrow the original).
+  void explain_time_step_failure(const std::string& key, const std::string& what) const;
 
   /// Writes the point and cell fields of the mesh (--output; gathered or in pieces), timed.
   void write(std::span<const mesh::Field> points, std::span<const mesh::Field> cells = {});

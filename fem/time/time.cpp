@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 
@@ -80,6 +81,10 @@ std::pair<CsrMatrix, Lift> system(const CsrMatrix& M, const CsrMatrix& K, double
 
 std::string system_key(const std::string& name, double cM, double cK) {
   return fmt::format("{}/A/{:a}/{:a}", name, cM, cK);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 double max_abs(std::span<const double> x, const Layout& layout) {
@@ -162,7 +167,9 @@ void FirstOrderStepper::advance(double h, bool first_order, std::vector<double>&
     if (std::find(report_.distinct_dts.begin(), report_.distinct_dts.end(), h) == report_.distinct_dts.end())
       report_.distinct_dts.push_back(h);
   }
+  auto clock = std::chrono::steady_clock::now();
   solver_->factorize(store_, key);
+  report_.factorize_seconds += seconds_since(clock);
   // The right-hand side.
   s.b.assign(n, 0.0);
   s.work.assign(n, 0.0);
@@ -189,7 +196,9 @@ void FirstOrderStepper::advance(double h, bool first_order, std::vector<double>&
   if (p_.dirichlet.values) p_.dirichlet.values(t1, s.g);
   it->second.lift.apply(p_.dirichlet.dofs, s.g, s.b);
   out.assign(n, 0.0);
+  clock = std::chrono::steady_clock::now();
   solve::require(solver_->solve(s.b, out));
+  report_.solve_seconds += seconds_since(clock);
   ++report_.solves;
 }
 

@@ -66,6 +66,8 @@ struct Report {
   index_t solves = 0;
   std::vector<double> distinct_dts;  ///< the steps taken (accepted or not, half steps too), each once
   index_t systems = 0;               ///< distinct matrices made (each factorized once while cached)
+  double factorize_seconds = 0;      ///< in the solver's factorize() (new matrices, or a switch of step)
+  double solve_seconds = 0;          ///< in its solves
 };
 
 class FirstOrderStepper {

@@ -71,6 +71,8 @@ runs = [
     ("heat", ["heat", os.path.join(MESHES, "plate_hole_v41.msh"), "--dt", "0.01", "--steps", "4", "--initial", "0",
               "--dirichlet", "hole=1", "--dirichlet", "left=0", "--exact", "0",
               "--output", os.path.join(work, "h.pvd")], {0}),
+    ("heat", ["heat", "gen:square-tri3:8", "--dt", "0.2", "--steps", "5", "--scheme", "cn", "--adaptive", "1e-3",
+              "--initial", "x*y", "--dirichlet", "all=x*y*exp(-t)"], {0}),
     ("nonlinear", ["nonlinear", "gen:square-tri3:8", "--lambda", "1", "--output", os.path.join(work, "n.vtu")],
      {0}),
     ("nonlinear", ["nonlinear", "gen:square-tri3:8", "--lambda", "3", "--continuation"], {0}),
