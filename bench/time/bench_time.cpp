@@ -1,0 +1,74 @@
+// The cost of a time step beyond its one cached solve (the products with M and K, the
+// Dirichlet lift, the factorization lookup), one core: fem::time's steppers on a P1 square
+// (2D heat; Crank–Nicolson's step has a product with K as well) with every boundary value fixed,
+// against the solve alone in the same run. Counters: overhead = (step − solve) / solve.
+//   taskset -c 1 ./build/bench/time/bench_time --benchmark_counters_tabular=true
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <chrono>
+
+#include "common/peak_memory.hpp"
+#include "fem/assembly/assembler.hpp"
+#include "fem/assembly/boundary.hpp"
+#include "fem/mesh/generate.hpp"
+#include "fem/store.hpp"
+#include "fem/time/time.hpp"
+
+namespace {
+
+using fem::index_t;
+namespace ft = fem::time;
+
+// Args: cells per side (1000: 1.0M DOFs), scheme (0 backward Euler, 1 Crank–Nicolson, 2 BDF2).
+void BM_HeatStep(benchmark::State& state) {
+  omp_set_num_threads(1);
+  auto& s = fem::store();
+  s.clear();
+  const auto n = static_cast<index_t>(state.range(0));
+  s.put("bt/mesh", fem::mesh::unit_square(fem::CellType::tri3, n));
+  const fem::assembly::FunctionSpace V("bt/mesh", 1);
+  const fem::assembly::Assembler a(V);
+  s.put("bt/M", a.matrix(fem::assembly::Mass{}));
+  s.put("bt/K", a.matrix(fem::assembly::Diffusion{}));
+  ft::FirstOrder p{"bt", "bt/M", "bt/K"};
+  p.dirichlet.dofs = fem::assembly::dirichlet_values(
+                         V, std::vector<fem::assembly::Dirichlet>{{fem::assembly::FacetSet::all(), nullptr}})
+                         .dofs;
+  ft::FirstOrderOptions o;
+  o.scheme = state.range(1) == 0   ? ft::Scheme::backward_euler
+             : state.range(1) == 1 ? ft::Scheme::crank_nicolson
+                                   : ft::Scheme::bdf2;
+  o.dt = 1e-3;
+  fem::bench::reset_peak_memory();
+  ft::FirstOrderStepper st(s, p, o, std::vector<double>(static_cast<std::size_t>(V.num_dofs()), 1.0));
+  st.step();
+  st.step();  // factorized (BDF2: both matrices)
+  const double solve0 = st.report().solve_seconds;
+  const auto solves0 = st.report().solves;
+  double elapsed = 0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    st.step();
+    elapsed += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  const double solve = st.report().solve_seconds - solve0;
+  state.counters["dofs"] = static_cast<double>(V.num_dofs());
+  state.counters["solve_ms"] = 1e3 * solve / static_cast<double>(st.report().solves - solves0);
+  state.counters["overhead"] = (elapsed - solve) / solve;
+  state.counters["steps/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  fem::bench::report_peak_memory(state);
+}
+
+}  // namespace
+
+BENCHMARK(BM_HeatStep)
+    ->Args({1000, 0})
+    ->Args({1000, 1})
+    ->Args({1000, 2})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(20);
+
+BENCHMARK_MAIN();
