@@ -129,9 +129,7 @@ FirstOrderStepper::FirstOrderStepper(Store& store, FirstOrder problem, FirstOrde
               u_.size(), p_.M, M->rows());
   FEM_EXPECTS(std::is_sorted(p_.dirichlet.dofs.begin(), p_.dirichlet.dofs.end()),
               "time: the constrained unknowns must be sorted");
-  impl_->g.assign(p_.dirichlet.dofs.size(), 0.0);
-  if (p_.dirichlet.values) p_.dirichlet.values(t_, impl_->g);
-  for (std::size_t k = 0; k < p_.dirichlet.dofs.size(); ++k) u_[p_.dirichlet.dofs[k]] = impl_->g[k];
+  impl_->g.assign(p_.dirichlet.dofs.size(), 0.0);  // u0 as given, even where it disagrees with g(t0)
   report_.scheme = std::string(to_string(o_.scheme));
 }
 

@@ -72,7 +72,8 @@ struct Report {
 
 class FirstOrderStepper {
  public:
-  /// u0: the state at t0 (its constrained values are replaced by the conditions' at t0).
+  /// u0: the state at t0, as given (initial data that disagree with the Dirichlet values at t0
+  /// are the caller's: the first step imposes g(t1)).
   FirstOrderStepper(Store& store, FirstOrder problem, FirstOrderOptions options, std::vector<double> u0,
                     double t0 = 0);
   ~FirstOrderStepper();
