@@ -17,6 +17,8 @@ mesh annulus annulus.geo 2
 mesh annulus_p2 annulus.geo 2 -order 2
 mesh lshape lshape.geo 2
 mesh cylinder cylinder.geo 3
+# a slender cantilever (fem dynamics): only MSH 4.1
+gmsh beam.geo -2 -format msh41 -o beam_v41.msh -v 2
 # a partitioned file (2 partitions, METIS): its $PartitionedEntities must not change the mesh
 gmsh plate_hole.geo -2 -part 2 -format msh41 -o plate_hole_part2_v41.msh -v 2
 # physical groups as sets: cells and facets in two groups, an interior interface, an untagged side

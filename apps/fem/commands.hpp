@@ -24,6 +24,8 @@ void add_nonlinear(CLI::App& app);
 void add_elasticity(CLI::App& app);
 /// Registers `fem modes` (modes.cpp).
 void add_modes(CLI::App& app);
+/// Registers `fem dynamics` (dynamics.cpp).
+void add_dynamics(CLI::App& app);
 
 /// "fem 0.1.0 (Release build; with cuda petsc suitesparse metis python)": `fem --version`.
 std::string version_text();

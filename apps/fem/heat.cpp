@@ -22,7 +22,7 @@ namespace {
 
 struct HeatOptions {
   CommonOptions common;
-  std::vector<std::string> coefficients, capacity, dirichlet, neumann;
+  std::vector<std::string> coefficients, capacity, dirichlet, neumann, probes;
   std::string source, initial = "0", exact;
   double dt = 0;
   int steps = 0, every = 0;
@@ -131,12 +131,15 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
     run.t.write += ww.seconds();
   };
   time::FirstOrderStepper stepper(store, p, to, u, 0.0);
+  Probes probes(run, o.probes, 1);
+  probes.record(0.0, stepper.u());
   write_frame(0.0, stepper.u());
   index_t accepted = 0;
   const auto after_step = [&](const time::FirstOrderStepper& s) {
     ++accepted;
     const bool last = s.t() >= t_end - 1e-12 * std::max(1.0, t_end);
     if (accepted % every == 0 || last) write_frame(s.t(), s.u());
+    probes.record(s.t(), s.u());
     run.progress().step(std::min<index_t>(accepted, o.steps), o.steps, s.t());
   };
   try {
@@ -167,6 +170,7 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
       {"rejected", r.rejected}, {"dt_min", r.dt_min}, {"dt_max", r.dt_max},  {"final", stepper.t()}};
   j["solution"].update(range_json(range));
   if (exact) j["error"] = error_json(err);
+  if (!probes.empty()) j["probes"] = probes.json();
   if (series) j["output"] = series->path().string(), j["frames"] = series->frames();
   run.write_json(j);
   if (!run.prints()) return;
@@ -232,6 +236,7 @@ void run_heat(const HeatOptions& o) {
         fmt::format("--scheme {}{}: with a coefficient in t, heat steps by backward Euler only (a new "
                     "matrix every step); give k without t",
                     o.scheme, o.adaptive > 0 ? " --adaptive" : ""));
+  if (!o.probes.empty()) throw Error("--probe: with a coefficient in t, not yet (give k without t)");
 
   // M, and A = M + dt K(t) with the Dirichlet rows of the values at t; lift = what the conditions
   // add to b. A k in t makes a new matrix every step (a new version: refactorized, on the same
@@ -400,6 +405,9 @@ void add_heat(CLI::App& app) {
       ->check(non_negative_number());
   cmd->add_option("--dt-max", o->dt_max, "--adaptive: the largest step (0, the default: none)")
       ->check(non_negative_number());
+  cmd->add_option("--probe", o->probes,
+                  "record u at the node nearest x,y[,z] after every step (JSON probes; k constant in t)")
+      ->allow_extra_args(false);
   cmd->add_option("--capacity", o->capacity, "ρc per cell tag: TAG=VALUE (ρc u_t − div(k ∇u) = f); default 1")
       ->allow_extra_args(false);
   cmd->callback([o] { run_heat(*o); });

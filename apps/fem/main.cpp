@@ -45,6 +45,7 @@ int main(int argc, char** argv) {
   fem::app::add_nonlinear(app);
   fem::app::add_elasticity(app);
   fem::app::add_modes(app);
+  fem::app::add_dynamics(app);
   namespace dist = fem::dist;
   try {
     // MPI + PETSc when launched by mpirun on several processes, or asked for a PETSc solver.

@@ -624,3 +624,79 @@ void write_json(const std::string& file, const nlohmann::json& j) {
 }
 
 }  // namespace fem::app
+
+namespace fem::app {
+
+Probes::Probes(const Run& run, const std::vector<std::string>& points, int components)
+    : run_(&run), components_(components) {
+  const auto& V = run.space();
+  const auto coords = V.dofmap().coordinates;
+  const int gdim = run.mesh().gdim();
+  const Processes& group = run.layout().processes();
+  const auto nodes = static_cast<index_t>(V.dofmap().num_nodes);
+  for (const auto& text : points) {
+    Probe p;
+    std::vector<double> xs;
+    std::size_t at = 0;
+    while (at <= text.size()) {
+      const std::size_t comma = std::min(text.find(',', at), text.size());
+      try {
+        std::size_t used = 0;
+        const std::string part = text.substr(at, comma - at);
+        xs.push_back(std::stod(part, &used));
+        if (used != part.size() || !std::isfinite(xs.back())) throw std::invalid_argument(part);
+      } catch (const std::exception&) {
+        throw Error(fmt::format("--probe '{}': give the point as x,y[,z] (numbers)", text));
+      }
+      at = comma + 1;
+    }
+    if (static_cast<int>(xs.size()) != gdim)
+      throw Error(fmt::format("--probe '{}': {} coordinate(s) for a mesh in {}D", text, xs.size(), gdim));
+    for (int d = 0; d < gdim; ++d) p.point[static_cast<std::size_t>(d)] = xs[static_cast<std::size_t>(d)];
+    // The nearest node this process owns, then the nearest over the processes (ties: lowest rank).
+    double best = std::numeric_limits<double>::infinity();
+    index_t best_node = -1;
+    for (index_t i = 0; i < nodes; ++i) {
+      if (!run.layout().owns(i * components)) continue;
+      double d2 = 0;
+      for (int d = 0; d < gdim; ++d) {
+        const double diff = coords[static_cast<std::size_t>(i * gdim + d)] - xs[static_cast<std::size_t>(d)];
+        d2 += diff * diff;
+      }
+      if (d2 < best) best = d2, best_node = i;
+    }
+    const double global = -group.max(-best);
+    const int winner =
+        static_cast<int>(-group.max(best == global ? -static_cast<double>(group.rank()) : -1e9));
+    if (group.rank() == winner) p.local = best_node;
+    for (int d = 0; d < gdim; ++d)
+      p.node[static_cast<std::size_t>(d)] =
+          group.sum(p.local >= 0 ? coords[static_cast<std::size_t>(p.local * gdim + d)] : 0.0);
+    probes_.push_back(std::move(p));
+  }
+}
+
+void Probes::record(double t, std::span<const double> u) {
+  const Processes& group = run_->layout().processes();
+  for (auto& p : probes_) {
+    std::vector<double> v(static_cast<std::size_t>(components_));
+    for (int c = 0; c < components_; ++c)
+      v[static_cast<std::size_t>(c)] =
+          group.sum(p.local >= 0 ? u[static_cast<std::size_t>(p.local * components_ + c)] : 0.0);
+    p.times.push_back(t);
+    p.values.push_back(std::move(v));
+  }
+}
+
+nlohmann::json Probes::json() const {
+  nlohmann::json j = nlohmann::json::array();
+  const int gdim = run_->mesh().gdim();
+  for (const auto& p : probes_)
+    j.push_back({{"point", std::vector<double>(p.point.begin(), p.point.begin() + gdim)},
+                 {"node", std::vector<double>(p.node.begin(), p.node.begin() + gdim)},
+                 {"times", p.times},
+                 {"values", p.values}});
+  return j;
+}
+
+}  // namespace fem::app

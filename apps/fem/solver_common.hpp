@@ -6,6 +6,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -73,6 +74,29 @@ std::vector<std::optional<Expression>> vector_expression(const Run& run, const s
                                                          bool allow_free = false);
 /// A function from the components of a vector expression (none of them free).
 assembly::VectorFunction vector_function(const std::vector<std::optional<Expression>>& components);
+
+/// `--probe x,y[,z]` of the time-stepping drivers: the field at the mesh node nearest each point
+/// (on every process, the one nearest over all of them) at every recorded time. JSON:
+/// {"point", "node", "times", "values": [[components...], ...]}.
+class Probes {
+ public:
+  Probes(const Run& run, const std::vector<std::string>& points, int components);
+  /// Collective: the values of u (consistent, the space's DOF layout) at t.
+  void record(double t, std::span<const double> u);
+  bool empty() const noexcept { return probes_.empty(); }
+  nlohmann::json json() const;
+
+ private:
+  struct Probe {
+    std::array<double, 3> point{}, node{};
+    index_t local = -1;  // the local node on the process that holds it, else -1
+    std::vector<double> times;
+    std::vector<std::vector<double>> values;
+  };
+  const Run* run_;
+  int components_;
+  std::vector<Probe> probes_;
+};
 
 /// CLI11 checks that say what is wrong in words ("--every 0: must be at least 1").
 CLI::Validator at_least(double lo);

@@ -4,7 +4,7 @@ is strict enough to catch a broken contract.
 
     json_schema.py FEM_EXECUTABLE
 
-Runs info, partition, poisson, heat, nonlinear, elasticity and modes serially (plain runs and the
+Runs info, partition, poisson, heat, nonlinear, elasticity, modes and dynamics serially (plain runs and the
 variants that add fields: --exact, --output, a singular system, --continuation, a Newton run that
 does not converge, 3D, order 2, plane stress, --device debug-device, a distributed solver on one
 process when fem has PETSc), and one `mpirun -n 2` poisson run when mpirun is there. Each document
@@ -86,6 +86,10 @@ runs = [
     ("elasticity", ["elasticity", "gen:cube-tet4:3", "--traction", "all=0,0,0"], {0}),  # rigid motions free
     ("elasticity", ["elasticity", os.path.join(MESHES, "cylinder_v41.msh"), "--fixed", "all",
                     "--body-force", "0,0,-1"], {0}),
+    ("dynamics", ["dynamics", "gen:square-tri3:6", "--fixed", "left", "--initial-velocity", "0,x", "--dt", "0.1",
+                  "--steps", "5", "--probe", "1,1", "--output", os.path.join(work, "dyn.pvd")], {0}),
+    ("dynamics", ["dynamics", "gen:cube-tet4:2", "--fixed", "left", "--traction", "right=0,0,sin(t)", "--scheme",
+                  "galpha", "--rho-inf", "0.5", "--rayleigh", "0.1,0.01", "--dt", "0.1", "--steps", "3"], {0}),
     ("modes", ["modes", "gen:square-tri3:16", "--count", "4", "--dirichlet", "all=0"], {0}),
     ("modes", ["modes", "gen:square-quad4:12", "--count", "3", "--range", "40:200", "--dirichlet", "all=0",
                "--output", os.path.join(work, "m.pvd")], {0}),
@@ -132,7 +136,7 @@ for i, (name, args, codes) in enumerate(runs):
             failures.append(f"{shown}: expected ranks 2 and the dist counters, got ranks {doc.get('ranks')}")
         documents["distributed"] = doc
 
-missing = {"info", "partition", "poisson", "heat", "nonlinear", "elasticity", "modes"} - seen
+missing = {"info", "partition", "poisson", "heat", "nonlinear", "elasticity", "modes", "dynamics"} - seen
 if missing:
     failures.append(f"no validated output of {sorted(missing)}")
 

@@ -62,3 +62,62 @@ TEST(FemHeatSchemes, RefusalsNameWhatIsWrong) {
 }
 
 }  // namespace
+
+namespace {
+
+// A slender cantilever (meshes/beam_v41.msh, 10 × 1, clamped on the left, plane stress) released
+// from its static tip-load deflection, close to its first mode: the tip's period is 2π/ω₁ with
+// ω₁² the first eigenvalue of `fem modes` on the same mesh.
+TEST(FemDynamics, ACantileversPeriodIsTheFirstModes) {
+  const auto dir = fem::testing::temp_dir();
+  const std::string mesh = std::string(FEM_MESHES_DIR) + "/beam_v41.msh --fixed left --plane stress";
+  const auto modes = fem::testing::run_json("modes " + mesh + " --problem elasticity --count 1 -q", dir);
+  const double period = 2 * M_PI / std::sqrt(modes["eigenvalues"][0].get<double>());
+  const double dt = period / 400;
+  const auto j =
+      fem::testing::run_json("dynamics " + mesh + " --initial-displacement '0,1e-4*x^2*(30-x)' --dt " +
+                                 std::to_string(dt) + " --steps 2400 --probe 10,1 -q",
+                             dir);
+  ASSERT_FALSE(j.is_null());
+  const auto t = j["probes"][0]["times"].get<std::vector<double>>();
+  const auto v = j["probes"][0]["values"].get<std::vector<std::vector<double>>>();
+  // Zero crossings of the tip's vertical displacement, each counted once: the higher modes'
+  // ripple near zero is skipped until the swing is back above a third of its amplitude.
+  std::vector<double> crossings;
+  const double armed_above = std::abs(v[0][1]) / 3;
+  bool armed = true;
+  for (std::size_t i = 1; i < t.size(); ++i) {
+    if (std::abs(v[i][1]) > armed_above) armed = true;
+    if (armed && (v[i - 1][1] < 0) != (v[i][1] < 0)) {
+      crossings.push_back(t[i - 1] + (t[i] - t[i - 1]) * v[i - 1][1] / (v[i - 1][1] - v[i][1]));
+      armed = false;
+    }
+  }
+  ASSERT_GE(crossings.size(), 8u);
+  const double measured =
+      2 * (crossings.back() - crossings.front()) / static_cast<double>(crossings.size() - 1);
+  EXPECT_NEAR(measured, period, 0.01 * period);
+  // Average acceleration, no damping: the energy stays.
+  const auto kinetic = j["energy"]["kinetic"].get<std::vector<double>>();
+  const auto strain = j["energy"]["strain"].get<std::vector<double>>();
+  EXPECT_NEAR(kinetic.back() + strain.back(), kinetic.front() + strain.front(), 1e-10 * strain.front());
+  EXPECT_EQ(j["cache"]["factorizations"], 2);  // M (the initial acceleration) and the step's matrix
+}
+
+TEST(FemDynamics, GeneralizedAlphaDampsAndRefusalsAreInWords) {
+  const auto dir = fem::testing::temp_dir();
+  const auto j = fem::testing::run_json(
+      "dynamics gen:square-tri3:6 --fixed left --initial-velocity 0,x --scheme galpha --rho-inf 0 --dt 0.5 "
+      "--steps 40 -q",
+      dir);
+  const auto kinetic = j["energy"]["kinetic"].get<std::vector<double>>();
+  const auto strain = j["energy"]["strain"].get<std::vector<double>>();
+  EXPECT_LT(kinetic.back() + strain.back(), 0.9 * kinetic.front());  // ρ∞ = 0 dissipates
+  EXPECT_EQ(j["time"]["scheme"], "generalized-alpha");
+  fem::testing::expect_one_line_naming(
+      fem::testing::fem_run("dynamics gen:square-tri3:4 --dt 0.1 --steps 2 --probe 1", dir), "--probe");
+  fem::testing::expect_one_line_naming(
+      fem::testing::fem_run("dynamics gen:square-tri3:4 --dt 0.1 --steps 2 --rayleigh 1", dir), "--rayleigh");
+}
+
+}  // namespace

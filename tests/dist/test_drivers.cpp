@@ -212,6 +212,30 @@ TEST(Drivers, ModesAreTheSerialEigenvalues) {
   }
 }
 
+// fem dynamics under mpirun: the energies and a probe equal the serial run's to 1e-10.
+TEST(Drivers, DynamicsIsTheSerialRun) {
+  const std::string args = "dynamics " + meshes +
+                           "/plate_hole_v41.msh --fixed left --traction 'right=0,sin(t)' --dt 0.1 --steps 20 "
+                           "--probe 1,0.5 -q --json ";
+  const auto sj = scratch("dyn_serial.json"), dj = scratch("dyn_dist.json");
+  ASSERT_EQ(fem(0, args + sj.string()).status, 0);
+  const Outcome r = fem(2, args + dj.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto s = json(sj), d = json(dj);
+  EXPECT_EQ(d["ranks"], 2);
+  for (const char* e : {"kinetic", "strain"}) {
+    const auto a = d["energy"][e].get<std::vector<double>>(), b = s["energy"][e].get<std::vector<double>>();
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i)
+      EXPECT_NEAR(a[i], b[i], 1e-10 * std::max(1e-12, b.back())) << e << i;
+  }
+  const auto pa = d["probes"][0]["values"].get<std::vector<std::vector<double>>>();
+  const auto pb = s["probes"][0]["values"].get<std::vector<std::vector<double>>>();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    for (int c = 0; c < 2; ++c) EXPECT_NEAR(pa[i][c], pb[i][c], 1e-10) << i;
+}
+
 TEST(Drivers, HeatFactorizesOnceAndEndsWhereTheSerialRunEnds) {
   for (const std::string scheme : {"be", "cn", "bdf2"}) {
     SCOPED_TRACE(scheme);
