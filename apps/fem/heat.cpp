@@ -398,7 +398,8 @@ void add_heat(CLI::App& app) {
                   "cn: the first N steps as two backward-Euler half steps each (rough initial data)")
       ->check(at_least(0));
   cmd->add_option("--adaptive", o->adaptive,
-                  "adaptive steps: each step's relative error (step doubling) at most TOL; dt on the ladder "
+                  "adaptive steps: each step's error (step doubling) at most TOL·max|u| (and TOL·max|u0|); "
+                  "dt on the ladder "
                   "dt·2^k; the run ends at steps·dt (0, the default: fixed steps)")
       ->check(non_negative_number());
   cmd->add_option("--dt-min", o->dt_min, "--adaptive: the smallest step (0, the default: dt/1024)")

@@ -122,6 +122,9 @@ FirstOrderStepper::FirstOrderStepper(Store& store, FirstOrder problem, FirstOrde
   FEM_EXPECTS(o_.scheme != Scheme::newmark && o_.scheme != Scheme::generalized_alpha,
               "time: {} is a second-order scheme (SecondOrderStepper)", to_string(o_.scheme));
   FEM_EXPECTS(o_.tolerance >= 0, "time: tolerance {} is negative", o_.tolerance);
+  if (o_.dt_min <= 0) o_.dt_min = o_.dt / 1024;
+  FEM_EXPECTS(o_.dt_min <= o_.dt && o_.dt <= o_.dt_max, "time: dt {} is outside [dt_min {}, dt_max {}]",
+              o_.dt, o_.dt_min, o_.dt_max);
   FEM_EXPECTS(o_.rannacher_steps >= 0, "time: rannacher_steps {} is negative", o_.rannacher_steps);
   solver_ = p_.solver ? p_.solver : std::shared_ptr<solve::LinearSolver>(solve::make_solver(o_.linear));
   const auto M = store_.get<CsrMatrix>(p_.M);
@@ -131,6 +134,8 @@ FirstOrderStepper::FirstOrderStepper(Store& store, FirstOrder problem, FirstOrde
               "time: the constrained unknowns must be sorted");
   impl_->g.assign(p_.dirichlet.dofs.size(), 0.0);  // u0 as given, even where it disagrees with g(t0)
   report_.scheme = std::string(to_string(o_.scheme));
+  const double size0 = max_abs(u_, solver_->layout());
+  atol_ = o_.absolute_tolerance >= 0 ? o_.absolute_tolerance : o_.tolerance * (size0 > 0 ? size0 : 1.0);
 }
 
 FirstOrderStepper::~FirstOrderStepper() = default;
@@ -233,8 +238,9 @@ double FirstOrderStepper::step(double max_dt) {
       double e = 0;
       for (std::size_t i = 0; i < next.size(); ++i) e = std::max(e, std::abs(big[i] - next[i]));
       const Layout& layout = solver_->layout();
-      const double error =
-          layout.processes().max(e) / (std::pow(2.0, order) - 1) / std::max(max_abs(next, layout), 1e-300);
+      // Relative to the solution's size, with an absolute floor (a solution starting from 0).
+      const double allowed = atol_ + o_.tolerance * max_abs(next, layout);
+      const double error = layout.processes().max(e) / (std::pow(2.0, order) - 1) / allowed * o_.tolerance;
       if (error > o_.tolerance) {
         ++report_.rejected;
         FEM_EXPECTS(

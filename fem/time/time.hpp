@@ -51,9 +51,11 @@ struct FirstOrderOptions {
   double theta = 1.0;       ///< Scheme::theta (0.5 ≤ θ ≤ 1)
   int rannacher_steps = 0;  ///< Crank–Nicolson: the first steps as two backward-Euler half steps each
   double dt = 0;            ///< the (first) step
-  /// Adaptive steps when > 0: the relative error max|e| / max|u| of each step (estimated by step
-  /// doubling) at most this; dt stays on the ladder dt·2ᵏ within [dt_min, dt_max].
+  /// Adaptive steps when > 0: each step's error e (estimated by step doubling) within
+  /// |e_i| ≤ absolute_tolerance + tolerance·max|u| at every unknown; dt stays on the ladder
+  /// dt·2ᵏ within [dt_min, dt_max] (dt_min 0: dt/1024).
   double tolerance = 0;
+  double absolute_tolerance = -1;  ///< < 0: tolerance·max|u0| when u0 ≠ 0, else tolerance
   double dt_min = 0, dt_max = std::numeric_limits<double>::infinity();
   solve::Options linear = {};
 };
@@ -100,7 +102,7 @@ class FirstOrderStepper {
   std::shared_ptr<solve::LinearSolver> solver_;
   std::unique_ptr<Impl> impl_;
   std::vector<double> u_, u_prev_;
-  double t_ = 0, dt_ = 0, dt_prev_ = 0;
+  double t_ = 0, dt_ = 0, dt_prev_ = 0, atol_ = 0;
   index_t steps_ = 0;
   Report report_;
 };
