@@ -2,7 +2,7 @@
 // generalized-α through fem::time: K and M assembled once, the step's matrix factorized once,
 // one cached solve per step; loads in t; the kinetic and strain energy per step; probes.
 //   fem dynamics gen:square-quad4:16 --fixed left --initial-displacement 0,0.01*x^2 --dt 0.01 --steps 500
-//   fem dynamics meshes/plate_hole_v41.msh --fixed left --traction right=0,'sin(10*t)' --scheme galpha \
+//   fem dynamics meshes/plate_hole_v41.msh --fixed left --traction right=0,'sin(10*t)' --scheme galpha
 //       --rho-inf 0.8 --dt 0.005 --steps 200 --probe 1,0.5 --output out/dyn.pvd
 #include <fmt/core.h>
 
@@ -104,7 +104,12 @@ void run_dynamics(const DynamicsOptions& o) {
   store.put("dynamics/M", CsrMatrix(a.pattern(), std::move(m_values)));
   const auto bc = assembly::dirichlet_values(V, fixed, run.layout());
   run.constrained_dofs = run.layout().count_owned(bc.dofs);
-  time::SecondOrder p{"dynamics", "dynamics/M", "dynamics/K", alpha, beta};
+  time::SecondOrder p;
+  p.name = "dynamics";
+  p.M = "dynamics/M";
+  p.K = "dynamics/K";
+  p.rayleigh_mass = alpha;
+  p.rayleigh_stiffness = beta;
   p.fixed = bc.dofs;
   p.solver = run.solver();
   if (!tractions.empty() || !body.empty())

@@ -1,11 +1,12 @@
-// fem heat: backward Euler for u_t - div(k ∇u) = f. The matrix M + dt K is assembled and
-// factorized once (store key heat/A; every step when k depends on t); every time step is one
+// fem heat: ρc u_t − div(k ∇u) = f through fem::time (docs/time.md): backward Euler (the
+// default), Crank–Nicolson, BDF2 or the θ-method, fixed or adaptive steps. The scheme's matrix
+// M + c K is a store entry per step size (heat/A/<1>/<c>), factorized once; every step is one
 // cached solve with it.
 //   fem heat gen:square-tri3:32 --dt 0.01 --steps 100 --initial 'sin(pi*x)*sin(pi*y)' --dirichlet all=0
-//   fem heat meshes/plate_hole_v41.msh --dt 0.01 --steps 50 --dirichlet hole=1 --output out/heat.pvd
-// Every datum may depend on t and is evaluated at the time of the step it enters, t_{n+1}: a
-// source, Neumann or Dirichlet value in t changes the right-hand side only; a coefficient in t
-// makes a new matrix every step (refactorized on the same symbolic analysis: the counters say so).
+//   fem heat meshes/plate_hole_v41.msh --dt 0.01 --steps 50 --dirichlet hole=1 --output out/heat.pvd --scheme
+//   cn
+// Every datum may depend on t and is evaluated at the times the scheme asks for; a coefficient in
+// t makes a new matrix every step (refactorized on the same symbolic analysis: the counters say so).
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -63,7 +64,7 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
                      const assembly::Coefficient& capacity, const std::optional<Expression>& source,
                      const std::optional<Expression>& initial, const std::optional<Expression>& exact,
                      const std::vector<assembly::Dirichlet>& dirichlet,
-                     const std::vector<assembly::Neumann>& neumann,
+                     const std::vector<assembly::Neumann>& neumann, const std::vector<Expression>& keep_k,
                      const std::vector<Expression>& keep_dirichlet,
                      const std::vector<Expression>& keep_neumann,
                      const std::optional<std::filesystem::path>& pvd, int every) {
@@ -73,6 +74,10 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
   run.check_tags(neumann, {&k, &capacity});
   const auto nnz = a.pattern()->nnz();
   std::vector<double> mass = prefaulted_vector<double>(nnz), stiffness = prefaulted_vector<double>(nnz), u;
+  const auto set_time = [](const std::vector<Expression>& e, double t) {
+    for (const auto& x : e) x.set_time(t);
+  };
+  set_time(keep_k, 0.0);
   run.local([&] {
     a.matrix_into(assembly::Mass{capacity}, mass);
     a.matrix_into(assembly::Diffusion{k}, stiffness);
@@ -81,11 +86,20 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
   Store& store = run.store();
   store.put("heat/M", CsrMatrix(a.pattern(), std::move(mass)));
   store.put("heat/K", CsrMatrix(a.pattern(), std::move(stiffness)));
-  const auto set_time = [](const std::vector<Expression>& e, double t) {
-    for (const auto& x : e) x.set_time(t);
-  };
-  time::FirstOrder p{"heat", "heat/M", "heat/K"};
+  time::FirstOrder p;
+  p.name = "heat";
+  p.M = "heat/M";
+  p.K = "heat/K";
   p.solver = run.solver();
+  // A k in t: K(t) assembled where the scheme needs it, a new matrix every step (refactorized on
+  // the same symbolic analysis).
+  const bool k_uses_t =
+      std::any_of(keep_k.begin(), keep_k.end(), [](const Expression& x) { return x.uses_time(); });
+  if (k_uses_t)
+    p.stiffness = [&](double t, std::span<double> values) {
+      set_time(keep_k, t);
+      run.local([&] { a.matrix_into(assembly::Diffusion{k}, values); });
+    };
   if (source || !neumann.empty())
     p.load = [&](double t, std::span<double> f) {
       if (source) source->set_time(t);
@@ -183,11 +197,12 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
         r.scheme, stepper.t(), r.accepted, r.rejected, r.dt_min, r.dt_max, o.adaptive);
   else
     fmt::print(out, "time        {}: {} steps of {} to t = {}\n", r.scheme, r.accepted, o.dt, stepper.t());
-  fmt::print(
-      out, "factorize   {:.4f} s: {} matri{} for {} step size{}; {} solves {:.4f} s in all ({:.2e} s each)\n",
-      run.t.factorize, r.systems, r.systems == 1 ? "x" : "ces", r.distinct_dts.size(),
-      r.distinct_dts.size() == 1 ? "" : "s", r.solves, run.t.solve,
-      run.t.solve / std::max<index_t>(1, r.solves));
+  fmt::print(out, "factorize   {:.4f} s: {}; {} solves {:.4f} s in all ({:.2e} s each)\n", run.t.factorize,
+             k_uses_t ? fmt::format("{} factorizations (k depends on t: one per step)",
+                                    store.counter("solve.factorizations"))
+                      : fmt::format("{} matri{} for {} step size{}", r.systems, r.systems == 1 ? "x" : "ces",
+                                    r.distinct_dts.size(), r.distinct_dts.size() == 1 ? "" : "s"),
+             r.solves, run.t.solve, run.t.solve / std::max<index_t>(1, r.solves));
   fmt::print(out, "solution    at t = {}: min {:.6g}, max {:.6g}\n", stepper.t(), range.first, range.second);
   if (exact) print_errors(out, err);
   if (series) fmt::print(out, "output      {} ({} frames)\n", series->path().string(), series->frames());
@@ -216,148 +231,10 @@ void run_heat(const HeatOptions& o) {
     dirichlet = dirichlet_conditions(run, o.dirichlet, keep_dirichlet);
     neumann = neumann_conditions(run, o.neumann, keep_neumann);
   });
-  const auto uses_time = [](const std::vector<Expression>& e) {
-    return std::any_of(e.begin(), e.end(), [](const Expression& x) { return x.uses_time(); });
-  };
-  const auto set_time = [](const std::vector<Expression>& e, double time) {
-    for (const auto& x : e) x.set_time(time);
-  };
-  const bool k_uses_t = uses_time(keep_k), dirichlet_uses_t = uses_time(keep_dirichlet),
-             neumann_uses_t = uses_time(keep_neumann), source_uses_t = source && source->uses_time();
   const int every = o.every > 0 ? o.every : std::max(1, o.steps / 10);
   run.make_space(1, /*spd=*/true);
-  const assembly::Assembler& a = *run.assembler();
-  const assembly::FunctionSpace& V = a.space();
-  if (!k_uses_t)
-    return heat_by_schemes(o, run, k, capacity, source, initial, exact, dirichlet, neumann, keep_dirichlet,
-                           keep_neumann, pvd, every);
-  if (o.scheme != "be" || o.adaptive > 0)
-    throw Error(
-        fmt::format("--scheme {}{}: with a coefficient in t, heat steps by backward Euler only (a new "
-                    "matrix every step); give k without t",
-                    o.scheme, o.adaptive > 0 ? " --adaptive" : ""));
-  if (!o.probes.empty()) throw Error("--probe: with a coefficient in t, not yet (give k without t)");
-
-  // M, and A = M + dt K(t) with the Dirichlet rows of the values at t; lift = what the conditions
-  // add to b. A k in t makes a new matrix every step (a new version: refactorized, on the same
-  // symbolic analysis); a Dirichlet value in t changes the lift only. Local matrices and vectors
-  // are partial sums on the DOFs shared by processes.
-  Stopwatch w;
-  const auto pattern = a.pattern();
-  const auto n = static_cast<std::size_t>(V.num_dofs());
-  std::vector<double> mass = prefaulted_vector<double>(pattern->nnz()),
-                      stiffness = prefaulted_vector<double>(pattern->nnz());
-  std::vector<double> fixed(n, 0.0), u;  // fixed: dt · (the data that does not depend on t)
-  run.check_tags(neumann, {&k});
-  run.local([&] {
-    a.matrix_into(assembly::Mass{capacity}, mass);
-    if (!neumann_uses_t) assembly::assemble_neumann(V, neumann, fixed);
-    if (source && !source_uses_t)
-      a.vector_into(assembly::Source{source->function(), source->batch_function()}, fixed);
-    u = assembly::interpolate(V, initial->function());
-  });
-  for (double& v : fixed) v *= o.dt;
-  const CsrMatrix M(pattern, std::move(mass));
-  // A at time t, unconstrained (kept while the Dirichlet values change with t).
-  std::vector<double> unconstrained;
-  const auto system_at = [&](double time) {
-    set_time(keep_k, time);
-    run.local([&] { a.matrix_into(assembly::Diffusion{k}, stiffness); });
-    const auto m = M.values();
-    unconstrained.resize(stiffness.size());
-    for (std::size_t i = 0; i < stiffness.size(); ++i) unconstrained[i] = m[i] + o.dt * stiffness[i];
-  };
-  std::vector<double> lift(n, 0.0);
-  // The Dirichlet values at t, the constrained matrix and its lift; published (a new version) when
-  // `publish`.
-  const auto constrain_at = [&](double time, bool publish) {
-    set_time(keep_dirichlet, time);
-    auto bc = assembly::dirichlet_values(V, dirichlet, run.layout());
-    std::vector<double> values = unconstrained;
-    std::fill(lift.begin(), lift.end(), 0.0);
-    assembly::apply_dirichlet(bc, *pattern, values, lift);
-    if (publish) run.publish_and_factorize("heat/A", std::move(values), bc);
-    return bc;
-  };
-  system_at(o.dt);
-  run.t.assemble = w.seconds();
-  auto bc = constrain_at(o.dt, /*publish=*/true);
-  if (!k_uses_t && !dirichlet_uses_t) unconstrained = {};  // nothing changes with t: A and lift stay
-
-  std::optional<dist::Series> series;
-  auto write_frame = [&](double time) {
-    if (!series) return;
-    Stopwatch ww;
-    std::vector<double> nodal;
-    run.local([&] {
-      require_finite(u, fmt::format("heat: the solution at t = {}", time));
-      nodal = assembly::mesh_node_values(V, u);
-    });
-    const mesh::Field fields[] = {{"u", 1, nodal}};
-    series->write(time, run.store(), run.mesh_key(), fields);
-    run.t.write += ww.seconds();
-  };
-  if (pvd) series.emplace(*pvd);
-  write_frame(0.0);
-
-  std::vector<double> b(n), f(n), next(n);
-  for (int step = 1; step <= o.steps; ++step) {
-    const double time = step * o.dt;
-    w = Stopwatch();
-    if (step > 1 && k_uses_t) system_at(time);
-    if (step > 1 && (k_uses_t || dirichlet_uses_t)) {
-      run.t.assemble += w.seconds();
-      bc = constrain_at(time, /*publish=*/k_uses_t);  // timed by publish_and_factorize when it publishes
-      w = Stopwatch();
-    }
-    M.multiply(u, b);
-    for (std::size_t i = 0; i < n; ++i) b[i] += fixed[i];
-    if (source_uses_t || neumann_uses_t) {
-      if (source) source->set_time(time);
-      set_time(keep_neumann, time);
-      std::fill(f.begin(), f.end(), 0.0);
-      run.local([&] {
-        if (source_uses_t) a.vector_into(assembly::Source{source->function(), source->batch_function()}, f);
-        if (neumann_uses_t) assembly::assemble_neumann(V, neumann, f);
-      });
-      for (std::size_t i = 0; i < n; ++i) b[i] += o.dt * f[i];
-    }
-    assembly::zero_dirichlet(bc, b);
-    for (std::size_t i = 0; i < n; ++i) b[i] += lift[i];
-    run.t.assemble += w.seconds();
-    run.solve(b, next);
-    u.swap(next);
-    if (step % every == 0 || step == o.steps) write_frame(time);
-    run.progress().step(step, o.steps, time);
-  }
-
-  assembly::Errors err;  // at the final time
-  if (exact) {
-    exact->set_time(o.steps * o.dt);
-    err = run.errors(u, exact->vector_function());
-  }
-  const auto range = run.layout().range(u);
-  if (series) series->commit();  // the frames and the .pvd together, once every step succeeded
-  nlohmann::json j = run.json();
-  j["time"] = {{"dt", o.dt}, {"steps", o.steps}, {"final", o.steps * o.dt}};
-  j["solution"].update(range_json(range));
-  if (exact) j["error"] = error_json(err);
-  if (series) j["output"] = series->path().string(), j["frames"] = series->frames();
-  run.write_json(j);
-  if (!run.prints()) return;
-  std::FILE* out = run.out();
-  run.print_header();
-  fmt::print(out, "time        {} steps of {} to t = {}\n", o.steps, o.dt, o.steps * o.dt);
-  const auto factorizations = run.solver()->report().factorizations;
-  fmt::print(out, "factorize   {:.4f} s {}; {} solves {:.4f} s in all ({:.2e} s each)\n", run.t.factorize,
-             factorizations == 1 ? std::string("once")
-                                 : fmt::format("in {} factorizations (k depends on t)", factorizations),
-             o.steps, run.t.solve, run.t.solve / o.steps);
-  fmt::print(out, "solution    at t = {}: min {:.6g}, max {:.6g}\n", o.steps * o.dt, range.first,
-             range.second);
-  if (exact) print_errors(out, err);
-  if (series) fmt::print(out, "output      {} ({} frames)\n", series->path().string(), series->frames());
-  run.print_timings();
+  heat_by_schemes(o, run, k, capacity, source, initial, exact, dirichlet, neumann, keep_k, keep_dirichlet,
+                  keep_neumann, pvd, every);
 }
 
 }  // namespace

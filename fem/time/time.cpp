@@ -103,6 +103,7 @@ struct FirstOrderStepper::Impl {
   };
   std::map<std::string, Entry> systems;
   std::vector<double> g, b, f0, f1, work;
+  double k_time = std::numeric_limits<double>::quiet_NaN();  ///< when p.stiffness: K's time in the store
 };
 
 FirstOrderStepper::FirstOrderStepper(Store& store, FirstOrder problem, FirstOrderOptions options,
@@ -144,14 +145,29 @@ void FirstOrderStepper::advance(double h, bool first_order, std::vector<double>&
                                 const std::vector<double>& from, const std::vector<double>* before,
                                 double t_from, double h_before) {
   Impl& s = *impl_;
-  const auto M = store_.get_versioned<CsrMatrix>(p_.M);
-  const auto K = store_.get_versioned<CsrMatrix>(p_.K);
   const std::size_t n = from.size();
   const double t1 = t_from + h;
   // The scheme: (M + c K) u1 = rhs.
   double theta = o_.scheme == Scheme::crank_nicolson ? 0.5 : o_.scheme == Scheme::theta ? o_.theta : 1.0;
   const bool bdf2 = o_.scheme == Scheme::bdf2 && !first_order && before;
   if (first_order) theta = 1.0;
+  // A K in t: K(t_from) for the explicit part, K(t1) published for the matrix.
+  std::shared_ptr<const CsrMatrix> k_from;
+  if (p_.stiffness) {
+    const auto at = [&](double t) {
+      const auto K = store_.get<CsrMatrix>(p_.K);
+      std::vector<double> v(K->nnz(), 0.0);
+      p_.stiffness(t, v);
+      return std::make_shared<const CsrMatrix>(K->pattern_ptr(), std::move(v));
+    };
+    if (theta < 1 && !bdf2) k_from = s.k_time == t_from ? store_.get<CsrMatrix>(p_.K) : at(t_from);
+    if (s.k_time != t1) {
+      store_.put(p_.K, at(t1));
+      s.k_time = t1;
+    }
+  }
+  const auto M = store_.get_versioned<CsrMatrix>(p_.M);
+  const auto K = store_.get_versioned<CsrMatrix>(p_.K);
   double c = theta * h, a = 1, omega = 0;
   if (bdf2) {
     omega = h / h_before;
@@ -187,7 +203,7 @@ void FirstOrderStepper::advance(double h, bool first_order, std::vector<double>&
   } else {
     M.value->multiply(from, s.b);
     if (theta < 1.0) {
-      K.value->multiply(from, s.work);
+      (k_from ? *k_from : *K.value).multiply(from, s.work);
       s.f0.assign(n, 0.0);
       if (p_.load) p_.load(t_from, s.f0);
       for (std::size_t i = 0; i < n; ++i)

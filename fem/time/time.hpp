@@ -38,6 +38,10 @@ struct FirstOrder {
   std::string name;  ///< prefix of the store entries the stepper makes
   std::string M, K;
   Load load;  ///< null: no load
+  /// K(t) when K depends on t: its values on K's pattern at t (zeroed before the call),
+  /// published under K before each step that needs them (a new version: the scheme's matrix is
+  /// refactorized on the same symbolic analysis). null: K is constant.
+  std::function<void(double t, std::span<double> values)> stiffness;
   Dirichlet dirichlet;
   /// The linear solver (serial or distributed); null: a serial one of the options' `linear`.
   std::shared_ptr<solve::LinearSolver> solver;

@@ -52,11 +52,14 @@ TEST(FemHeatSchemes, OneMatrixPerStepSize) {
   EXPECT_NEAR(std::log2(ratio), std::round(std::log2(ratio)), 1e-9) << "steps on a ladder dt·2^k";
 }
 
-TEST(FemHeatSchemes, RefusalsNameWhatIsWrong) {
+TEST(FemHeatSchemes, ACoefficientInTimeAndTheRefusals) {
   const auto dir = temp_dir();
-  expect_one_line_naming(
-      fem_run("heat gen:square-tri3:4 --dt 0.1 --steps 2 --scheme cn --coefficient all=1+t", dir),
-      "--scheme cn");
+  // A k in t: every scheme, a new matrix (a refactorization) every step.
+  const auto kt =
+      run_json("heat gen:square-tri3:4 --dt 0.1 --steps 4 --scheme cn --coefficient all=1+t -q", dir);
+  EXPECT_EQ(kt["cache"]["factorizations"], 4);
+  EXPECT_EQ(kt["cache"]["symbolic_analyses"], 1);
+  expect_one_line_naming(fem_run("heat gen:square-tri3:4 --dt 0.1 --steps 2 --probe 1", dir), "--probe");
   EXPECT_EQ(fem_run("heat gen:square-tri3:4 --dt 0.1 --steps 2 --scheme rk4", dir).status, 2);
   EXPECT_EQ(fem_run("heat gen:square-tri3:4 --dt 0.1 --steps 2 --scheme theta --theta 0.2", dir).status, 2);
 }
