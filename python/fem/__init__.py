@@ -48,15 +48,17 @@ from ._fem import (  # noqa: F401  (the public API)
     solve,
     solve_transpose,
     store,
+    _FirstOrderStepper,
+    _SecondOrderStepper,
     _Table,
     _count_eigenvalues_below,
     _eigsh,
 )
 
 __all__ = [
-    "Assembler", "CsrMatrix", "CsrPattern", "Diffusion", "DirichletBC", "Elasticity", "Error",
+    "Assembler", "CsrMatrix", "CsrPattern", "Diffusion", "DirichletBC", "DynamicsStepper", "Elasticity", "Error",
     "Factorization", "FunctionSpace", "HashTable", "InvalidArgument", "InvalidKey", "KeyError", "LockingWarning", "Mass", "Mesh",
-    "Neumann", "NotCompiled", "NumericalError", "ParseError", "Source", "Store", "TypeError",
+    "Neumann", "NotCompiled", "NumericalError", "ParseError", "Source", "Store", "TimeStepper", "TypeError",
     "backends", "check_mesh", "count_eigenvalues_below", "eigsh", "factor_key", "factorization", "factorize",
     "generate_mesh", "newton_solve", "read_mesh", "solve", "solve_transpose", "store",
 ]
@@ -260,6 +262,255 @@ def count_eigenvalues_below(K, sigma, M=None, *, constrained=None, lumped=False)
     K − σM on the free unknowns; K and M as for eigsh)."""
     with _Matrices(K, M) as m:
         return _count_eigenvalues_below(m.K, m.M, float(sigma), _constrained_dofs(constrained), bool(lumped))
+
+
+# --- time integration: fem::time's steppers on the factorization cache (docs/time.md) ----------
+
+_time_names = itertools.count()
+
+
+def _as_scipy(A, role, who):
+    import numpy
+    import scipy.sparse
+    if isinstance(A, str):
+        A = store[A]
+    if isinstance(A, CsrMatrix):
+        return A.to_scipy()
+    if hasattr(A, "tocsr"):
+        return A.tocsr()
+    a = numpy.asarray(A)
+    if a.ndim != 2:
+        raise InvalidArgument(f"{who}: {role} must be a store key, a sparse matrix or a 2-D array, "
+                              f"not {type(A).__name__} of {a.ndim} dimensions")
+    return scipy.sparse.csr_matrix(a)
+
+
+class _Stepper:
+    """What TimeStepper and DynamicsStepper share: M and K as store keys of one pattern (two keys
+    as given; anything else published as <name>/M and <name>/K on the union of their patterns,
+    explicit zeros kept), the entries made, and close()."""
+
+    def _matrices(self, M, K, name, who):
+        self._who = who
+        self._made_name = name is None
+        self.name = f"fem.{who}/{next(_time_names)}" if name is None else str(name)
+        self._keys = []
+        if isinstance(M, str) and isinstance(K, str):
+            return M, K
+        import numpy
+        import scipy.sparse
+        k = _as_scipy(K, "K", who)
+        m = scipy.sparse.identity(k.shape[0], format="csr") if M is None else _as_scipy(M, "M", who)
+        if m.shape != k.shape:
+            raise InvalidArgument(f"{who}: M is {m.shape[0]}x{m.shape[1]}, K {k.shape[0]}x{k.shape[1]}")
+        m, k = m.tocsr(), k.tocsr()
+        m.sum_duplicates()
+        k.sum_duplicates()
+        if not (m.nnz == k.nnz and numpy.array_equal(m.indptr, k.indptr) and numpy.array_equal(m.indices, k.indices)):
+            def ones(A):
+                return scipy.sparse.csr_matrix((numpy.ones(A.nnz), A.indices, A.indptr), shape=A.shape)
+            u = (ones(m) + ones(k)).tocsr()
+            u.sort_indices()
+            rows = numpy.repeat(numpy.arange(u.shape[0]), numpy.diff(u.indptr))
+
+            def on_union(A):
+                values = numpy.asarray(A[rows, u.indices], dtype=float).ravel()
+                return scipy.sparse.csr_matrix((values, u.indices.copy(), u.indptr.copy()), shape=u.shape)
+            m, k = on_union(m), on_union(k)
+        keys = (f"{self.name}/M", f"{self.name}/K")
+        store.put(keys[0], m)
+        store.put(keys[1], k)
+        self._keys += keys
+        return keys
+
+    def close(self):
+        """Drop the stepper and erase what it published: the matrices it copied in and, under its
+        default name, its schemes' matrices (<name>/A/...) and their factorizations."""
+        self._s = None
+        keys = list(getattr(self, "_keys", ()))
+        if getattr(self, "_made_name", False):
+            keys += store.keys(self.name + "/")
+        for key in keys:
+            if key in store:
+                store.erase(key)
+        self._keys = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _stepper(self):
+        if self._s is None:
+            raise InvalidArgument(f"{self._who}: closed")
+        return self._s
+
+    @property
+    def t(self):
+        """The current time."""
+        return self._stepper().t
+
+    @property
+    def u(self):
+        """The current state (a copy)."""
+        return self._stepper().u
+
+    @property
+    def report(self):
+        """What the stepper did: scheme, t, accepted, rejected, dt_min, dt_max (of the accepted
+        steps), solves, systems (matrices made), distinct_dts, factorize_seconds, solve_seconds."""
+        return self._stepper().report
+
+
+class TimeStepper(_Stepper):
+    """M u' + K u = f(t), u = g(t) on Dirichlet unknowns, stepped by you (fem::time):
+
+        s = fem.TimeStepper(M, K, scheme="cn", dt=0.01, u0=u0, load=lambda t: f(t))
+        while s.t < 1:
+            s.step()               # returns the step taken
+        s.advance_to(2.0, callback=lambda s: print(s.t, s.u.max()))
+
+    M, K: store keys (used as they are: one pattern), SciPy sparse matrices, fem.CsrMatrix or 2-D
+    arrays (published under <name>/M, <name>/K on the union of their patterns); M=None is the
+    identity. scheme: "be" (backward Euler), "cn" (Crank-Nicolson; rannacher=N: its first N steps
+    as two backward-Euler half steps each), "bdf2" or "theta" (theta in [0.5, 1]). u0: the state
+    at t0, taken as given (default zero). load(t): the n values of f(t) (None: none).
+    dirichlet: a fem.DirichletBC (its values, constant in t), or (dofs, values) with values a
+    function of t returning len(dofs) values, an array or a number. tolerance > 0: adaptive steps
+    (step doubling), dt on the ladder dt*2^k within [dt_min, dt_max]. Each scheme's matrix is
+    published as <name>/A/<cM>/<cK> and factorized through the store's cache: a fixed-dt run
+    factorizes once. Steps release the GIL; the callbacks take it back, and an exception raised
+    by one stops the step (the state stays as it was) and is raised."""
+
+    def __init__(self, M, K, scheme="be", dt=None, u0=None, *, load=None, dirichlet=None, theta=1.0,
+                 rannacher=0, tolerance=0.0, dt_min=0.0, dt_max=float("inf"), t0=0.0, name=None):
+        import numpy
+        self._s = None
+        if dt is None:
+            raise InvalidArgument("TimeStepper: dt is required (the first step)")
+        Mk, Kk = self._matrices(M, K, name, "TimeStepper")
+        dofs, values = None, None
+        if isinstance(dirichlet, DirichletBC):
+            dofs, values = dirichlet.dofs, dirichlet.values
+        elif dirichlet is not None:
+            try:
+                dofs, values = dirichlet
+            except (TypeError, ValueError):
+                raise InvalidArgument("TimeStepper: dirichlet must be a fem.DirichletBC or (dofs, values), "
+                                      f"not {type(dirichlet).__name__}") from None
+            dofs = numpy.asarray(dofs)
+            if dofs.ndim != 1:
+                raise InvalidArgument(f"TimeStepper: the Dirichlet unknowns must be a vector, not {dofs.ndim}-D")
+            if values is not None and not callable(values):
+                values = numpy.broadcast_to(numpy.asarray(values, dtype=float), dofs.shape).copy()
+        if dofs is not None and len(dofs) > 1 and numpy.any(numpy.diff(dofs) <= 0):
+            order = numpy.argsort(dofs, kind="stable")
+            if numpy.any(numpy.diff(dofs[order]) == 0):
+                raise InvalidArgument("TimeStepper: a Dirichlet unknown is given twice")
+            dofs = dofs[order]
+            if callable(values):
+                given = values
+                values = lambda t: numpy.asarray(given(t), dtype=float)[order]  # noqa: E731
+            elif values is not None:
+                values = values[order]
+        try:
+            self._s = _FirstOrderStepper(self.name, Mk, Kk, str(scheme), float(dt), u0, load, dofs, values,
+                                         float(theta), int(rannacher), float(tolerance), float(dt_min),
+                                         float(dt_max), float(t0))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def dt(self):
+        """The step the next step() tries."""
+        return self._stepper().dt
+
+    def step(self, max_dt=float("inf")):
+        """One accepted step of at most max_dt (adaptive: retried at half the step until its error
+        passes); returns the step taken."""
+        return self._stepper().step(float(max_dt))
+
+    def advance_to(self, t_end, callback=None):
+        """Steps until t_end (the last step cut to land on it); callback(self) after every step."""
+        self._stepper().advance_to(float(t_end), None if callback is None else (lambda: callback(self)))
+        return self
+
+
+class DynamicsStepper(_Stepper):
+    """M u'' + C u' + K u = f(t), C = a M + b K (rayleigh=(a, b)), u = 0 at the `fixed` unknowns,
+    stepped by you with a fixed dt (fem::time):
+
+        s = fem.DynamicsStepper(M, K, "newmark", dt=1e-3, u0=u0, v0=None)
+        for _ in range(1000):
+            s.step()
+        s.u, s.v, s.a, s.kinetic_energy, s.strain_energy
+
+    scheme: "newmark" (beta, gamma; 1/4, 1/2: average acceleration, energy-conserving) or "galpha"
+    (generalized-alpha, rho_inf in [0, 1]: the high-frequency spectral radius). M, K as for
+    TimeStepper. The initial acceleration is the consistent one, M a0 = f(t0) - C v0 - K u0.
+    load(t): the n values of f(t)."""
+
+    def __init__(self, M, K, scheme="newmark", dt=None, u0=None, v0=None, *, rho_inf=1.0, rayleigh=(0.0, 0.0),
+                 fixed=None, load=None, beta=0.25, gamma=0.5, t0=0.0, name=None):
+        self._s = None
+        if dt is None:
+            raise InvalidArgument("DynamicsStepper: dt is required")
+        try:
+            a, b = (float(x) for x in rayleigh)
+        except (TypeError, ValueError):
+            raise InvalidArgument(f"DynamicsStepper: rayleigh must be (a, b), not {rayleigh!r}") from None
+        if isinstance(fixed, DirichletBC):
+            fixed = fixed.dofs
+        if fixed is not None:
+            import numpy
+            fixed = numpy.unique(numpy.asarray(fixed))
+        self._dt = float(dt)
+        Mk, Kk = self._matrices(M, K, name, "DynamicsStepper")
+        try:
+            self._s = _SecondOrderStepper(self.name, Mk, Kk, str(scheme), self._dt, u0, v0, load, fixed,
+                                          float(rho_inf), float(beta), float(gamma), a, b, float(t0))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def dt(self):
+        return self._dt
+
+    def step(self):
+        """One step of dt; returns it."""
+        return self._stepper().step()
+
+    def advance_to(self, t_end, callback=None):
+        """Steps of dt until t >= t_end (within 1e-9 dt); callback(self) after every step."""
+        self._stepper().advance_to(float(t_end), self._dt, None if callback is None else (lambda: callback(self)))
+        return self
+
+    @property
+    def v(self):
+        return self._stepper().v
+
+    @property
+    def a(self):
+        return self._stepper().a
+
+    @property
+    def kinetic_energy(self):
+        """1/2 v^T M v."""
+        return self._stepper().kinetic_energy
+
+    @property
+    def strain_energy(self):
+        """1/2 u^T K u."""
+        return self._stepper().strain_energy
 
 
 # --- the hash table as an op (docs/hash_table.md) ----------------------------------------------

@@ -195,6 +195,7 @@ void bind_assembly(py::module_& m);
 void bind_solve(py::module_& m);
 void bind_newton(py::module_& m);
 void bind_eigen(py::module_& m);
+void bind_time(py::module_& m);
 void bind_table(py::module_& m);
 
 }  // namespace fem::python

@@ -53,7 +53,7 @@ void translate(std::exception_ptr p) {
 
 PYBIND11_MODULE(_fem, m) {
   using namespace fem::python;
-  m.doc() = "Finite-element kernels (mesh, assembly, solve, Newton, eigen) sharing one store";
+  m.doc() = "Finite-element kernels (mesh, assembly, solve, Newton, eigen, time) sharing one store";
 
   error = new_exception(m, "Error", PyExc_Exception, nullptr, "Base of every fem error.");
   key_error = new_exception(m, "KeyError", error, PyExc_KeyError,
@@ -85,5 +85,6 @@ PYBIND11_MODULE(_fem, m) {
   bind_solve(m);
   bind_newton(m);
   bind_eigen(m);
+  bind_time(m);
   bind_table(m);
 }
