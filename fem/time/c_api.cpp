@@ -121,6 +121,7 @@ int fem_time_options_default(fem_time_options* out) {
     o.theta = f.theta;
     o.rannacher_steps = f.rannacher_steps;
     o.tolerance = f.tolerance;
+    o.absolute_tolerance = f.absolute_tolerance;
     o.dt_min = f.dt_min;
     o.dt_max = f.dt_max;
     o.beta = s.beta;
@@ -159,6 +160,7 @@ int fem_time_first_order_create(const char* name, const char* M_key, const char*
     o.theta = options->theta;
     o.rannacher_steps = options->rannacher_steps;
     o.tolerance = options->tolerance;
+    o.absolute_tolerance = options->absolute_tolerance;
     o.dt_min = options->dt_min;
     o.dt_max = options->dt_max;
     o.linear = linear_of(options->linear, fn);

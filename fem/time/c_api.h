@@ -31,10 +31,12 @@ typedef struct fem_time_options {
   double dt;      /* the (first) step, > 0 */
   double t0;      /* the time of the initial state */
   /* First order. */
-  double theta;            /* FEM_TIME_THETA: 0.5 ≤ θ ≤ 1 */
-  int32_t rannacher_steps; /* Crank–Nicolson: the first steps as two backward-Euler half steps */
-  double tolerance;        /* > 0: adaptive steps (step doubling), dt on the ladder dt·2^k */
-  double dt_min, dt_max;   /* the adaptive ladder's bounds (dt_max INFINITY: none) */
+  double theta;              /* FEM_TIME_THETA: 0.5 ≤ θ ≤ 1 */
+  int32_t rannacher_steps;   /* Crank–Nicolson: the first steps as two backward-Euler half steps */
+  double tolerance;          /* > 0: adaptive steps (step doubling), dt on the ladder dt·2^k: each
+                                step's error |e_i| ≤ absolute_tolerance + tolerance·max|u| */
+  double absolute_tolerance; /* < 0: tolerance·max|u0| (u0 ≠ 0), else tolerance */
+  double dt_min, dt_max;     /* the adaptive ladder's bounds (dt_max INFINITY: none) */
   /* Second order. */
   double beta, gamma;                       /* Newmark (¼, ½: average acceleration) */
   double rho_inf;                           /* generalized-α: the high-frequency spectral radius, 0 .. 1 */

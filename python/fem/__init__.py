@@ -384,13 +384,15 @@ class TimeStepper(_Stepper):
     at t0, taken as given (default zero). load(t): the n values of f(t) (None: none).
     dirichlet: a fem.DirichletBC (its values, constant in t), or (dofs, values) with values a
     function of t returning len(dofs) values, an array or a number. tolerance > 0: adaptive steps
-    (step doubling), dt on the ladder dt*2^k within [dt_min, dt_max]. Each scheme's matrix is
+    (step doubling), each step's error |e_i| <= atol + tolerance*max|u| (atol None:
+    tolerance*max|u0|, or tolerance when u0 = 0), dt on the ladder dt*2^k within [dt_min, dt_max]
+    (dt_min 0: dt/1024). Each scheme's matrix is
     published as <name>/A/<cM>/<cK> and factorized through the store's cache: a fixed-dt run
     factorizes once. Steps release the GIL; the callbacks take it back, and an exception raised
     by one stops the step (the state stays as it was) and is raised."""
 
     def __init__(self, M, K, scheme="be", dt=None, u0=None, *, load=None, dirichlet=None, theta=1.0,
-                 rannacher=0, tolerance=0.0, dt_min=0.0, dt_max=float("inf"), t0=0.0, name=None):
+                 rannacher=0, tolerance=0.0, atol=None, dt_min=0.0, dt_max=float("inf"), t0=0.0, name=None):
         import numpy
         self._s = None
         if dt is None:
@@ -422,7 +424,8 @@ class TimeStepper(_Stepper):
                 values = values[order]
         try:
             self._s = _FirstOrderStepper(self.name, Mk, Kk, str(scheme), float(dt), u0, load, dofs, values,
-                                         float(theta), int(rannacher), float(tolerance), float(dt_min),
+                                         float(theta), int(rannacher), float(tolerance),
+                                         -1.0 if atol is None else float(atol), float(dt_min),
                                          float(dt_max), float(t0))
         except BaseException:
             self.close()

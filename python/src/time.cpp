@@ -116,8 +116,8 @@ void bind_time(py::module_& m) {
                     "fem::time::FirstOrderStepper (fem.TimeStepper is the interface).")
       .def(py::init([](const std::string& name, const std::string& M, const std::string& K,
                        const std::string& scheme, double dt, py::object u0, py::object load, py::object dofs,
-                       py::object values, double theta, int rannacher, double tolerance, double dt_min,
-                       double dt_max, double t0) {
+                       py::object values, double theta, int rannacher, double tolerance, double atol,
+                       double dt_min, double dt_max, double t0) {
              const char* who = "TimeStepper";
              auto self = std::make_unique<First>();
              time::FirstOrder p;
@@ -159,6 +159,7 @@ void bind_time(py::module_& m) {
              o.theta = theta;
              o.rannacher_steps = rannacher;
              o.tolerance = tolerance;
+             o.absolute_tolerance = atol;
              o.dt_min = dt_min;
              o.dt_max = dt_max;
              std::vector<double> u = vector_of(u0, n, "u0", who);
@@ -168,7 +169,7 @@ void bind_time(py::module_& m) {
            }),
            py::arg("name"), py::arg("M"), py::arg("K"), py::arg("scheme"), py::arg("dt"), py::arg("u0"),
            py::arg("load"), py::arg("dofs"), py::arg("values"), py::arg("theta"), py::arg("rannacher"),
-           py::arg("tolerance"), py::arg("dt_min"), py::arg("dt_max"), py::arg("t0"))
+           py::arg("tolerance"), py::arg("atol"), py::arg("dt_min"), py::arg("dt_max"), py::arg("t0"))
       .def(
           "step",
           [](First& self, double max_dt) {

@@ -227,8 +227,8 @@ int main(void) {
   multiply(4 * h / 6, h / 6, mode, mass_mode);
 
   OK(p_fem_time_options_default(&o));
-  if (o.scheme != FEM_TIME_BACKWARD_EULER || o.theta != 1 || o.tolerance != 0 || !isinf(o.dt_max) ||
-      o.beta != 0.25 || o.gamma != 0.5 || o.rho_inf != 1)
+  if (o.scheme != FEM_TIME_BACKWARD_EULER || o.theta != 1 || o.tolerance != 0 ||
+      !(o.absolute_tolerance < 0) || !isinf(o.dt_max) || o.beta != 0.25 || o.gamma != 0.5 || o.rho_inf != 1)
     FAIL("defaults: scheme %d, θ %g, tolerance %g, dt_max %g, β %g, γ %g, ρ∞ %g", o.scheme, o.theta,
          o.tolerance, o.dt_max, o.beta, o.gamma, o.rho_inf);
 
