@@ -133,6 +133,9 @@ FirstOrderStepper::FirstOrderStepper(Store& store, FirstOrder problem, FirstOrde
               u_.size(), p_.M, M->rows());
   FEM_EXPECTS(std::is_sorted(p_.dirichlet.dofs.begin(), p_.dirichlet.dofs.end()),
               "time: the constrained unknowns must be sorted");
+  FEM_EXPECTS(p_.dirichlet.dofs.empty() || (p_.dirichlet.dofs.front() >= 0 &&
+                                            static_cast<std::size_t>(p_.dirichlet.dofs.back()) < u_.size()),
+              "time: a constrained unknown is outside 0 .. {}", u_.size() - 1);
   impl_->g.assign(p_.dirichlet.dofs.size(), 0.0);  // u0 as given, even where it disagrees with g(t0)
   report_.scheme = std::string(to_string(o_.scheme));
   const double size0 = max_abs(u_, solver_->layout());
@@ -222,6 +225,7 @@ void FirstOrderStepper::advance(double h, bool first_order, std::vector<double>&
 }
 
 double FirstOrderStepper::step(double max_dt) {
+  FEM_EXPECTS(max_dt > 0, "time: step(max_dt = {}): a positive bound on the step", max_dt);
   const bool cn = o_.scheme == Scheme::crank_nicolson;
   const bool second = cn || o_.scheme == Scheme::bdf2 || (o_.scheme == Scheme::theta && o_.theta == 0.5);
   std::vector<double> next, half, mid;
@@ -315,7 +319,11 @@ SecondOrderStepper::SecondOrderStepper(Store& store, SecondOrder problem, Second
   const auto M = matrix(p_.M), K = matrix(p_.K);
   FEM_EXPECTS(static_cast<std::size_t>(M->rows()) == u_.size(), "time: u0 has {} entries, M '{}' {} rows",
               u_.size(), p_.M, M->rows());
-  for (index_t d : p_.fixed) u_[d] = v_[d] = 0.0;
+  for (index_t d : p_.fixed) {
+    FEM_EXPECTS(d >= 0 && static_cast<std::size_t>(d) < u_.size(),
+                "time: fixed unknown {} is outside 0 .. {}", d, u_.size() - 1);
+    u_[d] = v_[d] = 0.0;
+  }
   // The consistent initial acceleration: M a0 = f(t0) − C v0 − K u0 (zero at the fixed unknowns).
   const std::size_t n = u_.size();
   std::vector<double> b(n, 0.0), w(n);
@@ -342,6 +350,7 @@ SecondOrderStepper::SecondOrderStepper(Store& store, SecondOrder problem, Second
   system_key_ = system_key(p_.name, cM, cK);
   store_.put(system_key_, system(*M, *K, cM, cK, p_.fixed).first);
   report_.distinct_dts.push_back(h);
+  report_.systems = 2;  // M (the initial acceleration) and the step's
 }
 
 std::shared_ptr<const CsrMatrix> SecondOrderStepper::matrix(const std::string& key) const {
