@@ -32,7 +32,10 @@ void BM_HeatStep(benchmark::State& state) {
   const fem::assembly::Assembler a(V);
   s.put("bt/M", a.matrix(fem::assembly::Mass{}));
   s.put("bt/K", a.matrix(fem::assembly::Diffusion{}));
-  ft::FirstOrder p{"bt", "bt/M", "bt/K"};
+  ft::FirstOrder p;
+  p.name = "bt";
+  p.M = "bt/M";
+  p.K = "bt/K";
   p.dirichlet.dofs = fem::assembly::dirichlet_values(
                          V, std::vector<fem::assembly::Dirichlet>{{fem::assembly::FacetSet::all(), nullptr}})
                          .dofs;
@@ -75,7 +78,10 @@ void BM_HeatAdaptive(benchmark::State& state) {
   const fem::assembly::Assembler a(V);
   s.put("ba/M", a.matrix(fem::assembly::Mass{}));
   s.put("ba/K", a.matrix(fem::assembly::Diffusion{}));
-  ft::FirstOrder p{"ba", "ba/M", "ba/K"};
+  ft::FirstOrder p;
+  p.name = "ba";
+  p.M = "ba/M";
+  p.K = "ba/K";
   p.dirichlet.dofs = fem::assembly::dirichlet_values(
                          V, std::vector<fem::assembly::Dirichlet>{{fem::assembly::FacetSet::all(), nullptr}})
                          .dofs;

@@ -173,6 +173,20 @@ int fem_time_first_order_create(const char* name, const char* M_key, const char*
   });
 }
 
+int fem_time_set_stiffness(fem_time_stepper* stepper, fem_time_stiffness_fn stiffness, void* user) {
+  return with_stepper(stepper, "fem_time_set_stiffness", [&](fem_time_stepper& s) {
+    FEM_EXPECTS(s.first != nullptr, "fem_time_set_stiffness: a second-order stepper's K is constant");
+    if (stiffness == nullptr) {
+      s.first->set_stiffness({});
+      return;
+    }
+    s.first->set_stiffness([stiffness, user](double t, std::span<double> v) {
+      const int r = stiffness(t, v.data(), static_cast<int64_t>(v.size()), user);
+      if (r != 0) throw CallbackFailed(fmt::format("the stiffness callback returned {} at t = {}", r, t));
+    });
+  });
+}
+
 int fem_time_second_order_create(const char* name, const char* M_key, const char* K_key,
                                  const fem_time_options* options, const double* u0, const double* v0,
                                  int64_t n, const int64_t* fixed, int64_t nfixed, fem_time_load_fn load,

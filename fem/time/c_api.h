@@ -77,10 +77,18 @@ int fem_time_options_default(fem_time_options* out);
  * fem_time_step and fem_time_advance_to only. Its matrices are published as
  * `<name>/A/<cM %a>/<cK %a>` (user data; the factorizations are their cache entries). u0 is
  * taken as given (the first step imposes g(t1)). On failure *out is unchanged. */
+/* K(t) when K depends on t: its nnz values on K's pattern at t (zeroed before the call); nonzero
+ * aborts the step, as the other callbacks. */
+typedef int (*fem_time_stiffness_fn)(double t, double* values, int64_t nnz, void* user);
+
 int fem_time_first_order_create(const char* name, const char* M_key, const char* K_key,
                                 const fem_time_options* options, const double* u0, int64_t n,
                                 const int64_t* dirichlet_dofs, int64_t ndofs, fem_time_load_fn load,
                                 fem_time_values_fn values, void* user, fem_time_stepper** out);
+/* A first-order stepper's K from now on is K(t) from `stiffness` (NULL: K as it is in the store):
+ * K(t_n) in a scheme's explicit part, K(t_{n+1}) in its matrix, refactorized every step on one
+ * symbolic analysis. */
+int fem_time_set_stiffness(fem_time_stepper* stepper, fem_time_stiffness_fn stiffness, void* user);
 
 /* A second-order stepper for M u'' + C u' + K u = f(t) from u0, v0 (n values each) at options->t0,
  * u = 0 at the `fixed` unknowns (nfixed of them; NULL when 0). The initial acceleration is the

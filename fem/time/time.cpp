@@ -284,6 +284,11 @@ double FirstOrderStepper::step(double max_dt) {
   }
 }
 
+void FirstOrderStepper::set_stiffness(std::function<void(double t, std::span<double> values)> stiffness) {
+  p_.stiffness = std::move(stiffness);
+  impl_->k_time = std::numeric_limits<double>::quiet_NaN();  // K(t) from the next step on
+}
+
 void FirstOrderStepper::advance_to(double t_end, const std::function<void(const FirstOrderStepper&)>& each) {
   while (t_ < t_end - 1e-12 * std::max(1.0, std::abs(t_end))) {
     step(t_end - t_);

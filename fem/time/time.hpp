@@ -88,6 +88,8 @@ class FirstOrderStepper {
   double step(double max_dt = std::numeric_limits<double>::infinity());
   /// Steps until t_end; `each(stepper)` after every accepted step.
   void advance_to(double t_end, const std::function<void(const FirstOrderStepper&)>& each = {});
+  /// K(t) from now on (FirstOrder::stiffness); null: K as it is in the store.
+  void set_stiffness(std::function<void(double t, std::span<double> values)> stiffness);
   double t() const noexcept { return t_; }
   /// The step the next step() tries.
   double dt() const noexcept { return dt_; }

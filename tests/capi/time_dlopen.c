@@ -80,6 +80,7 @@ DECLARE(fem_time_copy);
 DECLARE(fem_time_publish);
 DECLARE(fem_time_report_get);
 DECLARE(fem_time_energy);
+DECLARE(fem_time_set_stiffness);
 
 static const double h = 1.0 / (N + 1);
 static double lambda1; /* the first mode's eigenvalue */
@@ -108,6 +109,19 @@ static void multiply(double diagonal, double off, const double* x, double* y) {
 }
 
 static double g(double t) { return lambda1 * cos(t) - sin(t); }
+
+/* K(t) = (1 + t) K, in put_tridiagonal's order. */
+static int growing_stiffness(double t, double* values, int64_t nnz, void* user) {
+  int64_t k = 0;
+  int i;
+  (void)user;
+  for (i = 0; i < N; ++i) {
+    if (i > 0) values[k++] = (1 + t) * (-1 / h);
+    values[k++] = (1 + t) * (2 / h);
+    if (i < N - 1) values[k++] = (1 + t) * (-1 / h);
+  }
+  return k == nnz ? 0 : 1;
+}
 
 /* f(t) = g(t) M s; *user counts the calls. */
 static int load(double t, double* f, int64_t n, void* user) {
@@ -219,6 +233,7 @@ int main(void) {
   LOAD(library, fem_time_publish);
   LOAD(library, fem_time_report_get);
   LOAD(library, fem_time_energy);
+  LOAD(library, fem_time_set_stiffness);
 
   put_tridiagonal("K", 2 / h, -1 / h);
   put_tridiagonal("M", 4 * h / 6, h / 6);
@@ -253,6 +268,35 @@ int main(void) {
         if (!(fabs(e[k] / e[k + 1] - want[j]) <= 0.1 * want[j]))
           FAIL("%s: error ratio %.3f when dt halves, expected %g", names[j], e[k] / e[k + 1], want[j]);
     }
+  }
+
+    /* K(t) = (1 + t) K through fem_time_set_stiffness: Crank–Nicolson equals its exact recurrence
+   * with K(t_n) explicit and K(t_{n+1}) implicit, and refactorizes every step. */
+  {
+    const int64_t before = counter("solve.factorizations");
+    const double dt = 0.05;
+    double a = 1, tn = 0;
+    const double* u;
+    int k;
+    OK(p_fem_time_options_default(&o));
+    o.scheme = FEM_TIME_CRANK_NICOLSON;
+    o.dt = dt;
+    OK(p_fem_time_first_order_create("kt", "M", "K", &o, mode, N, NULL, 0, load, NULL, &calls, &s));
+    OK(p_fem_time_set_stiffness(s, growing_stiffness, NULL));
+    for (k = 0; k < 10; ++k) {
+      OK(p_fem_time_step(s, INFINITY, NULL));
+      a = ((1 - lambda1 * (1 + tn) * dt / 2) * a + dt / 2 * (g(tn) + g(tn + dt))) /
+          (1 + lambda1 * (1 + tn + dt) * dt / 2);
+      tn += dt;
+    }
+    OK(p_fem_time_state(s, &t, &u, NULL));
+    if (distance(u, a) > 1e-10) FAIL("K(t): %.3g from the exact recurrence", distance(u, a));
+    if (counter("solve.factorizations") - before != 10)
+      FAIL("K(t): %lld factorizations for 10 steps", (long long)(counter("solve.factorizations") - before));
+    expect_error("a second stepper's K in t", p_fem_time_set_stiffness(NULL, growing_stiffness, NULL),
+                 FEM_ERR_INVALID_ARGUMENT, "null");
+    p_fem_time_destroy(s);
+    put_tridiagonal("K", 2 / h, -1 / h); /* K as the other cases have it */
   }
 
   /* A fixed-dt Crank–Nicolson run of 10 steps factorizes once; advance_to lands on t_end. */

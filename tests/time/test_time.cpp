@@ -52,7 +52,10 @@ Manufactured setup(const std::string& name) {
 }
 
 ft::FirstOrder problem(const Manufactured& m, const std::string& name) {
-  ft::FirstOrder p{name, name + "/M", name + "/K"};
+  ft::FirstOrder p;
+  p.name = name;
+  p.M = name + "/M";
+  p.K = name + "/K";
   p.load = [a = m.a](double t, std::span<double> f) {
     a->vector_into(Source{[t](const double* x) { return -Manufactured::exact(x, t); }}, f);
   };
@@ -118,7 +121,10 @@ TEST_F(Time, ACoefficientInTimeKeepsTheOrderAndRefactorizesEachStep) {
     u0[i] = std::sin(std::numbers::pi * c[2 * i]) * std::sin(std::numbers::pi * c[2 * i + 1]);
   const auto run = [&](double dt) {
     s.put("kt/K", *K1);
-    ft::FirstOrder p{"kt", "kt/M", "kt/K"};
+    ft::FirstOrder p;
+    p.name = "kt";
+    p.M = "kt/M";
+    p.K = "kt/K";
     p.stiffness = [&](double t, std::span<double> v) {
       for (std::size_t i = 0; i < v.size(); ++i) v[i] = (1 + t) * K1->values()[i];
     };
@@ -211,7 +217,10 @@ TEST_F(Time, NewmarkConservesEnergyOverAThousandSteps) {
   std::vector<double> u0(c.size() / 2), v0(u0.size(), 0.0);
   for (std::size_t i = 0; i < u0.size(); ++i)
     u0[i] = std::sin(std::numbers::pi * c[2 * i]) * std::sin(std::numbers::pi * c[2 * i + 1]);
-  ft::SecondOrder p{"wave", "wave/M", "wave/K"};
+  ft::SecondOrder p;
+  p.name = "wave";
+  p.M = "wave/M";
+  p.K = "wave/K";
   p.fixed = fixed;
   ft::SecondOrderOptions o;
   o.dt = 0.05;
@@ -234,7 +243,10 @@ Eigen::Matrix3d amplification(const ft::SecondOrderOptions& o, double omega) {
   Eigen::Matrix3d A;
   for (int j = 0; j < 3; ++j) {
     const double u0 = j == 0, v0 = j == 1, a0 = j == 2;
-    ft::SecondOrder p{"osc", "osc/M", "osc/K"};
+    ft::SecondOrder p;
+    p.name = "osc";
+    p.M = "osc/M";
+    p.K = "osc/K";
     p.load = [&](double t, std::span<double> f) {
       if (t == 0.0) f[0] += a0 + omega * omega * u0;  // M a0 + K u0: sets a0
     };
@@ -258,7 +270,9 @@ TEST_F(Time, NewmarksPeriodElongationIsOmegaDtSquaredOverTwelve) {
     const double elongation = omega_dt / phase - 1;  // T̄/T − 1
     EXPECT_NEAR(elongation, omega_dt * omega_dt / 12, 0.05 * omega_dt * omega_dt / 12) << omega_dt;
     for (int i = 0; i < 3; ++i)
-      if (std::abs(lambda(i)) > 0.5) EXPECT_NEAR(std::abs(lambda(i)), 1.0, 1e-12);  // no growth, no damping
+      if (std::abs(lambda(i)) > 0.5) {
+        EXPECT_NEAR(std::abs(lambda(i)), 1.0, 1e-12);  // no growth, no damping
+      }
   }
 }
 
@@ -287,7 +301,10 @@ TEST_F(Time, BadOptionsAreRefusedInWords) {
   ft::SecondOrderOptions so;
   so.dt = 0.1;
   so.beta = 0.1;
-  ft::SecondOrder sp{"bad2", "bad/M", "bad/K"};
+  ft::SecondOrder sp;
+  sp.name = "bad2";
+  sp.M = "bad/M";
+  sp.K = "bad/K";
   const auto n = initial(m).size();
   EXPECT_THROW(ft::SecondOrderStepper(fem::store(), sp, so, std::vector<double>(n), std::vector<double>(n)),
                fem::InvalidArgument);
