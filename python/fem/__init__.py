@@ -436,6 +436,13 @@ class TimeStepper(_Stepper):
         """The step the next step() tries."""
         return self._stepper().dt
 
+    def set_stiffness(self, stiffness):
+        """K(t) from now on: stiffness(t) returns the values of K's stored pattern at t (the
+        order of fem.store.get(self.name + "/K").data when K was given as a matrix, of the key's
+        matrix otherwise); K(t_n) enters the explicit part, K(t_{n+1}) the matrix, refactorized
+        every step on one symbolic analysis. None: K as it is in the store."""
+        self._stepper().set_stiffness(stiffness)
+
     def step(self, max_dt=float("inf")):
         """One accepted step of at most max_dt (adaptive: retried at half the step until its error
         passes); returns the step taken."""

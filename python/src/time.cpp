@@ -171,6 +171,25 @@ void bind_time(py::module_& m) {
            py::arg("load"), py::arg("dofs"), py::arg("values"), py::arg("theta"), py::arg("rannacher"),
            py::arg("tolerance"), py::arg("atol"), py::arg("dt_min"), py::arg("dt_max"), py::arg("t0"))
       .def(
+          "set_stiffness",
+          [](First& self, py::object fn) {
+            const char* who = "TimeStepper.set_stiffness";
+            if (fn.is_none()) return self.s->set_stiffness({});
+            FEM_EXPECTS(PyCallable_Check(fn.ptr()), "{}: stiffness must be a function of t (or None)", who);
+            self.s->set_stiffness(
+                [f = hold_python(std::move(fn)), errors = self.errors, who](double t, std::span<double> v) {
+                  with_python(*errors, "the stiffness", [&] {
+                    const DoubleArray a = real_array((*f)(t), fmt::format("{}: stiffness(t)", who));
+                    FEM_EXPECTS(static_cast<std::size_t>(a.size()) == v.size(),
+                                "{}: stiffness({}) gave {} values, K's pattern holds {}", who, t, a.size(),
+                                v.size());
+                    const auto x = span_of(a);
+                    std::copy(x.begin(), x.end(), v.begin());
+                  });
+                });
+          },
+          py::arg("stiffness"))
+      .def(
           "step",
           [](First& self, double max_dt) {
             FEM_EXPECTS(max_dt > 0, "TimeStepper.step: max_dt is {}; a positive step", max_dt);

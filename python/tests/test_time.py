@@ -46,6 +46,25 @@ def test_observed_order(scheme, order):
     assert rates == pytest.approx([order, order], abs=0.15), (errors, rates)
 
 
+def test_a_stiffness_in_time_keeps_crank_nicolsons_order():
+    # u' + (1 + t) K u = 0, M = I: per eigenmode a(t) = a0 exp(-λ (t + t²/2)).
+    K, u0, _ = problem()
+    lam, V = np.linalg.eigh(K.toarray())
+    reference = V @ ((V.T @ u0) * np.exp(-lam * 1.5))
+    errors = []
+    for dt in (0.1, 0.05, 0.025):
+        before = fem.store.counter("solve.factorizations")
+        s = fem.TimeStepper(None, K, scheme="cn", dt=dt, u0=u0)
+        k = fem.store.get(s.name + "/K").data.copy()
+        s.set_stiffness(lambda t: (1 + t) * k)
+        s.advance_to(1.0)
+        assert fem.store.counter("solve.factorizations") - before == round(1 / dt)  # one per step
+        errors.append(np.abs(s.u - reference).max())
+        s.close()
+    rates = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert rates == pytest.approx([2, 2], abs=0.15), (errors, rates)
+
+
 def test_a_fixed_step_factorizes_once_and_calls_back_between_steps():
     K, u0, b = problem()
     before = fem.store.counter("solve.factorizations")

@@ -270,7 +270,7 @@ int main(void) {
     }
   }
 
-    /* K(t) = (1 + t) K through fem_time_set_stiffness: Crank–Nicolson equals its exact recurrence
+  /* K(t) = (1 + t) K through fem_time_set_stiffness: Crank–Nicolson equals its exact recurrence
    * with K(t_n) explicit and K(t_{n+1}) implicit, and refactorizes every step. */
   {
     const int64_t before = counter("solve.factorizations");
