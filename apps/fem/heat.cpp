@@ -93,32 +93,48 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
   p.solver = run.solver();
   // A k in t: K(t) assembled where the scheme needs it, a new matrix every step (refactorized on
   // the same symbolic analysis).
-  const bool k_uses_t =
-      std::any_of(keep_k.begin(), keep_k.end(), [](const Expression& x) { return x.uses_time(); });
+  const auto uses_t = [](const std::vector<Expression>& e) {
+    return std::any_of(e.begin(), e.end(), [](const Expression& x) { return x.uses_time(); });
+  };
+  const bool k_uses_t = uses_t(keep_k);
   if (k_uses_t)
     p.stiffness = [&](double t, std::span<double> values) {
       set_time(keep_k, t);
       run.local([&] { a.matrix_into(assembly::Diffusion{k}, values); });
     };
-  if (source || !neumann.empty())
-    p.load = [&](double t, std::span<double> f) {
-      if (source) source->set_time(t);
-      set_time(keep_neumann, t);
-      run.local([&] {
-        if (source) a.vector_into(assembly::Source{source->function(), source->batch_function()}, f);
-        assembly::assemble_neumann(V, neumann, f);
-      });
+  // The data: assembled at each time the scheme asks for when they depend on t, once otherwise.
+  const auto assemble_load = [&](double t, std::span<double> f) {
+    if (source) source->set_time(t);
+    set_time(keep_neumann, t);
+    run.local([&] {
+      if (source) a.vector_into(assembly::Source{source->function(), source->batch_function()}, f);
+      assembly::assemble_neumann(V, neumann, f);
+    });
+  };
+  std::vector<double> constant_load;
+  if ((source && source->uses_time()) || uses_t(keep_neumann)) {
+    p.load = assemble_load;
+  } else if (source || !neumann.empty()) {
+    constant_load.assign(u.size(), 0.0);
+    assemble_load(0.0, constant_load);
+    p.load = [&](double, std::span<double> f) {
+      for (std::size_t i = 0; i < f.size(); ++i) f[i] += constant_load[i];
     };
+  }
   set_time(keep_dirichlet, 0.0);
   const auto bc0 = assembly::dirichlet_values(V, dirichlet, run.layout());
-  run.constrained_dofs = run.layout().processes().sum(static_cast<std::int64_t>(
-      std::count_if(bc0.dofs.begin(), bc0.dofs.end(), [&](index_t d) { return run.layout().owns(d); })));
+  run.constrained_dofs = run.layout().count_owned(bc0.dofs);
   p.dirichlet.dofs = bc0.dofs;
-  p.dirichlet.values = [&](double t, std::span<double> g) {
-    set_time(keep_dirichlet, t);
-    const auto bc = assembly::dirichlet_values(V, dirichlet, run.layout());
-    std::copy(bc.values.begin(), bc.values.end(), g.begin());
-  };
+  if (uses_t(keep_dirichlet))
+    p.dirichlet.values = [&](double t, std::span<double> g) {
+      set_time(keep_dirichlet, t);
+      const auto bc = assembly::dirichlet_values(V, dirichlet, run.layout());
+      std::copy(bc.values.begin(), bc.values.end(), g.begin());
+    };
+  else
+    p.dirichlet.values = [&](double, std::span<double> g) {
+      std::copy(bc0.values.begin(), bc0.values.end(), g.begin());
+    };
   time::FirstOrderOptions to;
   to.scheme = scheme_of(o);
   to.theta = o.theta;

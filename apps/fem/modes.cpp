@@ -245,9 +245,6 @@ void run_modes(const ModesOptions& o) {
   }
   j["warnings"] = warnings;
   if (pvd) j["output"] = pvd->string(), j["frames"] = k;
-  for (const char* name : {"symbolic_analyses", "factorizations", "solves"})
-    j["cache"][name] = store.counter(fmt::format("solve.{}", name));
-  j["cache"]["solves"] = r.operator_applications;
   run.write_json(j);
   if (!run.prints()) return;
   std::FILE* out = run.out();

@@ -146,10 +146,10 @@ eigen::Result eigen_solve(Store& store, const std::string& k_key, const std::str
   };
 
   index_t wanted = std::min<index_t>(o.count, static_cast<index_t>(n_free));
-  index_t expected = -1;
+  index_t expected = -1, below_interval = 0;
   if (o.which == eigen::Which::interval) {
-    const index_t below = count_below(o.lower);
-    expected = count_below(o.upper) - below;
+    below_interval = count_below(o.lower);
+    expected = count_below(o.upper) - below_interval;
     r.sturm_count = expected;
     if (expected > o.count) {
       r.missing = expected - o.count;
@@ -238,7 +238,7 @@ eigen::Result eigen_solve(Store& store, const std::string& k_key, const std::str
           const double lo = pairs.back().value - gap(pairs.back().value);
           const auto under =
               std::count_if(pairs.begin(), pairs.end(), [&](const Pair& p) { return p.value < lo; });
-          missing = count_below(lo) - count_below(o.lower) - static_cast<index_t>(under);
+          missing = count_below(lo) - below_interval - static_cast<index_t>(under);
         }
       } else {
         const index_t above = count_below(pairs.back().value + gap(pairs.back().value));

@@ -104,6 +104,7 @@ struct FirstOrderStepper::Impl {
   std::map<std::string, Entry> systems;
   std::vector<double> g, b, f0, f1, work;
   double k_time = std::numeric_limits<double>::quiet_NaN();  ///< when p.stiffness: K's time in the store
+  double f_time = std::numeric_limits<double>::quiet_NaN();  ///< the time f0 holds f at
 };
 
 FirstOrderStepper::FirstOrderStepper(Store& store, FirstOrder problem, FirstOrderOptions options,
@@ -207,14 +208,19 @@ void FirstOrderStepper::advance(double h, bool first_order, std::vector<double>&
     M.value->multiply(from, s.b);
     if (theta < 1.0) {
       (k_from ? *k_from : *K.value).multiply(from, s.work);
-      s.f0.assign(n, 0.0);
-      if (p_.load) p_.load(t_from, s.f0);
+      // f(t_n): the previous step's f(t_{n+1}) when it ended at t_n (the load is a function of t).
+      if (s.f_time != t_from) {
+        s.f0.assign(n, 0.0);
+        if (p_.load) p_.load(t_from, s.f0);
+      }
       for (std::size_t i = 0; i < n; ++i)
         s.b[i] += -(1 - theta) * h * s.work[i] + h * (theta * s.f1[i] + (1 - theta) * s.f0[i]);
     } else {
       for (std::size_t i = 0; i < n; ++i) s.b[i] += h * s.f1[i];
     }
   }
+  s.f0.swap(s.f1);  // f(t1), the next step's f(t_n)
+  s.f_time = t1;
   if (p_.dirichlet.values) p_.dirichlet.values(t1, s.g);
   it->second.lift.apply(p_.dirichlet.dofs, s.g, s.b);
   out.assign(n, 0.0);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlopen_check.h"
 #include "fem/assembly/c_api.h"
 #include "fem/c_api.h"
 #include "fem/mesh/c_api.h"
@@ -23,55 +24,6 @@
 #include "fem/solve/c_api.h"
 
 static const double pi = 3.14159265358979323846;
-static int failures = 0;
-
-#define FAIL(...)                                           \
-  do {                                                      \
-    fprintf(stderr, "%s:%d: FAILED: ", __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__);                           \
-    fprintf(stderr, "\n");                                  \
-    ++failures;                                             \
-  } while (0)
-
-/* A call that must succeed; on failure, the status and fem_last_error(), then exit. */
-#define OK(call)                                                                         \
-  do {                                                                                   \
-    int status_ = (call);                                                                \
-    if (status_ != FEM_OK) {                                                             \
-      fprintf(stderr, "%s:%d: %s returned %d: %s\n", __FILE__, __LINE__, #call, status_, \
-              p_fem_last_error());                                                       \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
-
-static void* open_library(const char* path) {
-  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (handle == NULL) {
-    fprintf(stderr, "dlopen(%s, RTLD_NOW | RTLD_LOCAL) failed: %s\n", path, dlerror());
-    exit(1);
-  }
-  return handle;
-}
-
-static void* symbol(void* handle, const char* library, const char* name) {
-  void* p;
-  dlerror();
-  p = dlsym(handle, name);
-  if (p == NULL) {
-    const char* why = dlerror();
-    fprintf(stderr, "dlsym(%s, %s) failed: %s\n", library, name, why ? why : "NULL symbol");
-    exit(1);
-  }
-  return p;
-}
-
-/* p_<name>: a pointer of the header's exact type, looked up in `handle`. */
-#define DECLARE(name) static __typeof__(&name) p_##name
-#define LOAD(handle, name)                     \
-  do {                                         \
-    void* s_ = symbol(handle, #handle, #name); \
-    memcpy(&p_##name, &s_, sizeof s_);         \
-  } while (0)
 
 DECLARE(fem_last_error);
 DECLARE(fem_counter);

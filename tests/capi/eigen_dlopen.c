@@ -17,50 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlopen_check.h"
 #include "fem/c_api.h"
 #include "fem/eigen/c_api.h"
 
 #define N 300
 
 static const double pi = 3.14159265358979323846;
-static int failures = 0;
-
-#define FAIL(...)                                           \
-  do {                                                      \
-    fprintf(stderr, "%s:%d: FAILED: ", __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__);                           \
-    fprintf(stderr, "\n");                                  \
-    ++failures;                                             \
-  } while (0)
-
-#define OK(call)                                                                         \
-  do {                                                                                   \
-    int status_ = (call);                                                                \
-    if (status_ != FEM_OK) {                                                             \
-      fprintf(stderr, "%s:%d: %s returned %d: %s\n", __FILE__, __LINE__, #call, status_, \
-              p_fem_last_error());                                                       \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
-
-static void* symbol(void* handle, const char* name) {
-  void* p;
-  dlerror();
-  p = dlsym(handle, name);
-  if (p == NULL) {
-    const char* why = dlerror();
-    fprintf(stderr, "dlsym(libfem_eigen, %s) failed: %s\n", name, why ? why : "NULL symbol");
-    exit(1);
-  }
-  return p;
-}
-
-#define DECLARE(name) static __typeof__(&name) p_##name
-#define LOAD(handle, name)             \
-  do {                                 \
-    void* s_ = symbol(handle, #name);  \
-    memcpy(&p_##name, &s_, sizeof s_); \
-  } while (0)
 
 DECLARE(fem_last_error);
 DECLARE(fem_put_csr);
@@ -199,16 +162,12 @@ static void expect_error(const char* what, int status, int expected, const char*
 }
 
 int main(void) {
-  void* eigen_library = dlopen(FEM_EIGEN_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  void* eigen_library = open_library(FEM_EIGEN_LIBRARY);
   fem_eigen_options o;
   fem_eigen_result r;
   int64_t count = -1, factorizations;
   uint64_t v1 = 0, v2 = 0;
   int32_t present = 1;
-  if (eigen_library == NULL) {
-    fprintf(stderr, "dlopen(%s, RTLD_NOW | RTLD_LOCAL) failed: %s\n", FEM_EIGEN_LIBRARY, dlerror());
-    return 1;
-  }
   /* The store's functions through libfem_eigen's handle: libfem_shared is its dependency. */
   LOAD(eigen_library, fem_last_error);
   LOAD(eigen_library, fem_put_csr);

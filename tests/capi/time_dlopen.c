@@ -20,50 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlopen_check.h"
 #include "fem/c_api.h"
 #include "fem/time/c_api.h"
 
 #define N 50
 
 static const double pi = 3.14159265358979323846;
-static int failures = 0;
-
-#define FAIL(...)                                           \
-  do {                                                      \
-    fprintf(stderr, "%s:%d: FAILED: ", __FILE__, __LINE__); \
-    fprintf(stderr, __VA_ARGS__);                           \
-    fprintf(stderr, "\n");                                  \
-    ++failures;                                             \
-  } while (0)
-
-#define OK(call)                                                                         \
-  do {                                                                                   \
-    int status_ = (call);                                                                \
-    if (status_ != FEM_OK) {                                                             \
-      fprintf(stderr, "%s:%d: %s returned %d: %s\n", __FILE__, __LINE__, #call, status_, \
-              p_fem_last_error());                                                       \
-      exit(1);                                                                           \
-    }                                                                                    \
-  } while (0)
-
-static void* symbol(void* handle, const char* name) {
-  void* p;
-  dlerror();
-  p = dlsym(handle, name);
-  if (p == NULL) {
-    const char* why = dlerror();
-    fprintf(stderr, "dlsym(libfem_time, %s) failed: %s\n", name, why ? why : "NULL symbol");
-    exit(1);
-  }
-  return p;
-}
-
-#define DECLARE(name) static __typeof__(&name) p_##name
-#define LOAD(handle, name)             \
-  do {                                 \
-    void* s_ = symbol(handle, #name);  \
-    memcpy(&p_##name, &s_, sizeof s_); \
-  } while (0)
 
 DECLARE(fem_last_error);
 DECLARE(fem_put_csr);
@@ -207,16 +170,12 @@ static double run(const char* name, int scheme, double dt, double* recurrence) {
 }
 
 int main(void) {
-  void* library = dlopen(FEM_TIME_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+  void* library = open_library(FEM_TIME_LIBRARY);
   fem_time_options o;
   fem_time_stepper *s = NULL, *const sentinel = (fem_time_stepper*)&failures;
   fem_time_report r;
   double recurrence, e[3], t, u_before[N], u_after[N];
   int i, calls = 0;
-  if (library == NULL) {
-    fprintf(stderr, "dlopen(%s, RTLD_NOW | RTLD_LOCAL) failed: %s\n", FEM_TIME_LIBRARY, dlerror());
-    return 1;
-  }
   /* The store's functions through libfem_time's handle: libfem_shared is its dependency. */
   LOAD(library, fem_last_error);
   LOAD(library, fem_put_csr);
