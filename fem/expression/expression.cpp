@@ -666,4 +666,69 @@ assembly::VectorFunction Expression::vector_function() const {
   return [e = *this](const double* x, double* v) { v[0] = e(x); };
 }
 
+namespace {
+struct LawParser {
+  mu::Parser parser;
+  double u = 0;
+  explicit LawParser(const std::string& text) {
+    parser.DefineVar("u", &u);
+    parser.DefineConst("pi", 3.14159265358979323846);
+    parser.SetExpr(text);
+  }
+};
+}  // namespace
+
+Law::Law(std::string option, std::string text, Admissible admissible) {
+  auto state = std::make_shared<State>();
+  state->option = std::move(option);
+  state->text = std::move(text);
+  state->id = next_expression_id++;
+  state->admissible = std::move(admissible);
+  if (assigns(state->text))
+    throw Error(
+        fmt::format("{} '{}': '=' assigns to a variable inside the expression (write a comparison as '==')",
+                    state->option, state->text));
+  try {
+    mu::Parser p;
+    double u = 0;
+    p.DefineVar("u", &u);
+    p.DefineConst("pi", 3.14159265358979323846);
+    p.SetExpr(state->text);
+    p.Eval();
+    if (const int given = p.GetNumResults(); given != 1)
+      throw Error(fmt::format("{} '{}': expected 1 value, got {} separated by commas", state->option,
+                              state->text, given));
+  } catch (const mu::Parser::exception_type& e) {
+    throw Error(fmt::format("{} '{}': bad expression in u: {}", state->option, state->text, e.GetMsg()));
+  }
+  state_ = std::move(state);
+}
+
+double Law::raw(double u) const {
+  // One parser per thread and law (the assembly calls from OpenMP threads).
+  thread_local std::unordered_map<std::uint64_t, std::unique_ptr<LawParser>> parsers;
+  auto& p = parsers[state_->id];
+  if (!p) p = std::make_unique<LawParser>(state_->text);
+  p->u = u;
+  return p->parser.Eval();
+}
+
+double Law::operator()(double u) const {
+  const double v = raw(u);
+  if (!std::isfinite(v) || !state_->admissible.contains(v))
+    throw Error(fmt::format(
+        "{} '{}' at u = {:.6g} is {:.6g}{}", state_->option, state_->text, u, v,
+        state_->admissible.words.empty() ? std::string(": not finite") : ": " + state_->admissible.words));
+  return v;
+}
+
+double Law::derivative(double u) const {
+  const double h = 1e-3 * std::max(1.0, std::abs(u));
+  const double d = (raw(u - 2 * h) - 8 * raw(u - h) + 8 * raw(u + h) - raw(u + 2 * h)) / (12 * h);
+  if (!std::isfinite(d))
+    throw Error(
+        fmt::format("{} '{}': its derivative at u = {:.6g} is not finite", state_->option, state_->text, u));
+  return d;
+}
+
 }  // namespace fem::expression

@@ -232,7 +232,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
     timed(timings.jacobian, [&] { pending.emplace(problem.residual_and_jacobian(x, out)); });
   };
   // The first iteration always factorizes J(u₀).
-  if (problem.residual_and_jacobian)
+  if (problem.residual_and_jacobian && !options.reuse_factorization)
     residual_and_jacobian(u, F);
   else
     residual(u, F);
@@ -244,7 +244,7 @@ Result solve(const Problem& problem, std::span<double> u, const Options& options
   const double divergence_limit = options.divergence_tolerance * std::max(f0, options.atol);
 
   // The solver may hold the factorization of an older J than the latest: lagging.
-  bool factorized = false;
+  bool factorized = options.reuse_factorization;
   // Factorize the Jacobian just published: an empty string, or why not. When the solver holds
   // the last reference to the previous factorization (the put dropped the store's), the solve
   // kernel refactorizes into its memory instead of a new one.

@@ -101,6 +101,10 @@ struct Options {
   double armijo = 1e-4;                 ///< α of the sufficient-decrease test
   double min_step_length = 1.0 / 1024;  ///< the line search gives up below this λ
   Lagging lagging;                      ///< full Newton by default
+  /// Start from the factorization the problem's solver holds: the last Jacobian this problem
+  /// factorized (a previous solve's, e.g. the last time step's), so that the first iteration is a
+  /// lagged one too. The caller vouches that the solver holds one.
+  bool reuse_factorization = false;
   /// The serial solver Newton makes when the problem brings none. Its residuals are not
   /// checked by default: Newton's own residual judges every step (a singular or inaccurate
   /// solve shows as a step that does not reduce it, and line search or a refresh follows).

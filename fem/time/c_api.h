@@ -33,8 +33,9 @@ typedef struct fem_time_options {
   /* First order. */
   double theta;              /* FEM_TIME_THETA: 0.5 ≤ θ ≤ 1 */
   int32_t rannacher_steps;   /* Crank–Nicolson: the first steps as two backward-Euler half steps */
-  double tolerance;          /* > 0: adaptive steps (step doubling), dt on the ladder dt·2^k: each
-                                step's error |e_i| ≤ absolute_tolerance + tolerance·max|u| */
+  double tolerance;          /* > 0: adaptive steps, dt on the ladder dt·2^k: each step's error
+                                |e_i| ≤ absolute_tolerance + tolerance·max|u| (first order: step
+                                doubling; second order: (β − 1/6) h² (a_{n+1} − a_n)) */
   double absolute_tolerance; /* < 0: tolerance·max|u0| (u0 ≠ 0), else tolerance */
   double dt_min, dt_max;     /* the adaptive ladder's bounds (dt_max INFINITY: none) */
   /* Second order. */

@@ -150,6 +150,105 @@ TEST_F(Time, ACoefficientInTimeKeepsTheOrderAndRefactorizesEachStep) {
     EXPECT_NEAR(std::log2(err[i - 1] / err[i]), 2.0, 0.15) << err[i];
 }
 
+// A conductivity in u, k(u) = 1 + u², on the same u = (1 + x + 2y) e^{−t}: f = u_t − div(k∇u) =
+// −u − k'(u)|∇u|² = −u (1 + 10 e^{−2t}). P1 and the quadrature represent every term exactly, so
+// the errors are the schemes' again, each step solved by Newton on M + c ∂N/∂u.
+ft::FirstOrder nonlinear_problem(const Manufactured& m, const std::string& name) {
+  ft::FirstOrder p = problem(m, name);
+  auto& s = fem::store();
+  const auto M = s.get<fem::CsrMatrix>(name + "/M");
+  s.put(name + "/K0", fem::CsrMatrix(M->pattern_ptr(), std::vector<double>(M->nnz(), 0.0)));
+  p.K = name + "/K0";  // all of the conduction is N(u)
+  p.load = [a = m.a](double t, std::span<double> f) {
+    a->vector_into(Source{[t](const double* x) {
+                     const double u = Manufactured::exact(x, t);
+                     return -u * (1 + 10 * std::exp(-2 * t));
+                   }},
+                   f);
+  };
+  auto form = std::make_shared<const NonlinearForm>(
+      quasilinear([](double u) { return 1 + u * u; }, [](double u) { return 2 * u; }, nullptr));
+  p.nonlinear.residual = [a = m.a, form](double, std::span<const double> u, std::span<double> N) {
+    a->residual_into(*form, u, N);
+  };
+  p.nonlinear.jacobian = [a = m.a, form](double, std::span<const double> u, std::span<double> v) {
+    a->jacobian_into(*form, u, v);
+  };
+  return p;
+}
+
+TEST_F(Time, NonlinearStepsKeepTheOrdersThroughNewton) {
+  const Manufactured m = setup("nl");
+  struct Case {
+    ft::Scheme scheme;
+    double order;
+  };
+  for (const Case c : {Case{ft::Scheme::backward_euler, 1}, Case{ft::Scheme::crank_nicolson, 2},
+                       Case{ft::Scheme::bdf2, 2}}) {
+    std::vector<double> err;
+    for (double dt : {0.1, 0.05, 0.025}) {
+      ft::FirstOrderOptions o;
+      o.scheme = c.scheme;
+      o.dt = dt;
+      const auto analyses = fem::store().counter("solve.symbolic_analyses");
+      ft::FirstOrderStepper s(fem::store(), nonlinear_problem(m, "nl"), o, initial(m));
+      s.advance_to(1.0);
+      err.push_back(error_at(m, s.u(), 1.0));
+      // Full Newton: a Jacobian per iteration, a few iterations per step (quadratic convergence).
+      EXPECT_EQ(s.report().jacobians, s.report().newton_iterations);
+      EXPECT_LE(s.report().newton_iterations, 5 * s.report().accepted);
+      EXPECT_GE(s.report().newton_iterations, 2 * s.report().accepted);
+      EXPECT_EQ(s.report().newton_failures, 0);
+      // Every Jacobian is a new version of one entry: refactorized on one symbolic analysis.
+      EXPECT_LE(fem::store().counter("solve.symbolic_analyses") - analyses, 1);
+    }
+    for (std::size_t i = 1; i < err.size(); ++i)
+      EXPECT_NEAR(std::log2(err[i - 1] / err[i]), c.order, 0.15) << ft::to_string(c.scheme) << " " << err[i];
+  }
+}
+
+// With a lag, a step starts from the last step's factorization: far fewer Jacobians than steps,
+// the same solution to Newton's tolerance.
+TEST_F(Time, LaggedNewtonKeepsOneJacobianAcrossSteps) {
+  const Manufactured m = setup("lag");
+  const auto run = [&](fem::newton::Lagging lagging) {
+    ft::FirstOrderOptions o;
+    o.scheme = ft::Scheme::crank_nicolson;
+    o.dt = 0.02;
+    o.newton.lagging = lagging;
+    ft::FirstOrderStepper s(fem::store(), nonlinear_problem(m, "lag"), o, initial(m));
+    s.advance_to(1.0);
+    return std::pair{std::vector<double>(s.u().begin(), s.u().end()), s.report()};
+  };
+  const auto [full, full_report] = run({});
+  const auto [lagged, lagged_report] = run(fem::newton::Lagging::adaptive());
+  EXPECT_EQ(lagged_report.accepted, 50);
+  EXPECT_LT(lagged_report.jacobians * 5, full_report.jacobians) << lagged_report.jacobians;
+  double d = 0;
+  for (std::size_t i = 0; i < full.size(); ++i) d = std::max(d, std::abs(full[i] - lagged[i]));
+  EXPECT_LT(d, 1e-8);
+}
+
+// A step whose Newton solve fails is retried at half the step, and the run stops in words at dt_min.
+TEST_F(Time, ANewtonFailureHalvesTheStepDownToDtMin) {
+  const Manufactured m = setup("fail");
+  ft::FirstOrderOptions o;
+  o.dt = 0.1;
+  o.dt_min = 0.1 / 8;
+  o.newton.max_iterations = 1;  // never enough for 1e-10
+  ft::FirstOrderStepper s(fem::store(), nonlinear_problem(m, "fail"), o, initial(m));
+  try {
+    s.step();
+    FAIL() << "a step that cannot converge was accepted";
+  } catch (const fem::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Newton's method did not converge"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dt_min"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s.report().newton_failures, 4);  // 0.1, 0.05, 0.025, 0.0125
+  EXPECT_EQ(s.report().accepted, 0);
+  EXPECT_EQ(s.t(), 0.0);
+}
+
 TEST_F(Time, AFixedStepRunFactorizesOnce) {
   const Manufactured m = setup("once");
   auto& s = fem::store();
@@ -230,6 +329,55 @@ TEST_F(Time, NewmarkConservesEnergyOverAThousandSteps) {
   for (int i = 0; i < 1000; ++i) st.step();
   EXPECT_NEAR(st.kinetic_energy() + st.strain_energy(), e0, 1e-10 * e0);
   EXPECT_EQ(s.counter("solve.factorizations") - before, 1);  // the step's matrix, once
+}
+
+// Adaptive Newmark on an oscillator (ω = 2π) kicked by a short pulse at t = 1: the steps shrink
+// for the pulse and grow again after it, all on the ladder, one factorization per distinct step,
+// and the error against a fine fixed-step run falls with the tolerance.
+TEST_F(Time, AdaptiveNewmarkFollowsAPulseOnTheLadder) {
+  auto& s = fem::store();
+  const double omega = 2 * std::numbers::pi;
+  const auto p1 =
+      std::make_shared<const fem::CsrPattern>(1, 1, std::vector<index_t>{0, 1}, std::vector<index_t>{0});
+  s.put("kick/M", fem::CsrMatrix(p1, {1.0}));
+  s.put("kick/K", fem::CsrMatrix(p1, {omega * omega}));
+  ft::SecondOrder p;
+  p.name = "kick";
+  p.M = "kick/M";
+  p.K = "kick/K";
+  p.load = [&](double t, std::span<double> f) { f[0] += 400 * std::exp(-std::pow((t - 1) / 0.02, 2)); };
+  const auto run = [&](double dt, double tolerance) {
+    ft::SecondOrderOptions o;
+    o.dt = dt;
+    o.tolerance = tolerance;
+    o.absolute_tolerance = tolerance;
+    o.dt_min = 1e-6;
+    const auto before = s.counter("solve.factorizations");
+    ft::SecondOrderStepper st(s, p, o, {1.0}, {0.0});
+    std::vector<double> steps;
+    st.advance_to(2.0, [&](const ft::SecondOrderStepper& x) { steps.push_back(x.t()); });
+    EXPECT_NEAR(st.t(), 2.0, 1e-12);
+    if (tolerance > 0) {
+      const auto& r = st.report();
+      EXPECT_GT(r.rejected, 0);
+      const double ratio = r.dt_max / r.dt_min;
+      EXPECT_GE(ratio, 8.0) << "the pulse's steps are smaller";
+      for (double h : r.distinct_dts) {
+        const double k = std::log2(dt / h);
+        EXPECT_NEAR(k, std::round(k), 1e-9) << h;
+      }
+      // Within the run's store: one factorization per distinct step and the initial M.
+      EXPECT_EQ(s.counter("solve.factorizations") - before,
+                static_cast<std::int64_t>(r.distinct_dts.size()) + 1);
+    }
+    return st.u()[0];
+  };
+  const double reference = run(1e-4, 0);
+  const double coarse = std::abs(run(0.05, 1e-3) - reference), fine = std::abs(run(0.05, 1e-5) - reference);
+  // The local error ∝ h³ is held at the tolerance, so the global error goes as tolerance^(2/3):
+  // 100^(2/3) ≈ 21 between the two.
+  EXPECT_LT(coarse, 0.1) << fine;
+  EXPECT_NEAR(std::log(coarse / fine) / std::log(100.0), 2.0 / 3.0, 0.1) << coarse << " " << fine;
 }
 
 // The amplification matrix of one step of a single oscillator (M = 1, K = ω²) from the
