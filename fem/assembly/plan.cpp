@@ -121,6 +121,15 @@ AssemblyPlan build_plan(const FunctionSpace& V, const gpu::Executor& exec) {
   return p;
 }
 
+AssemblyPlan build_plan(const DofMap& colouring, std::span<const index_t> cell_dofs, int dofs_per_cell,
+                        index_t num_dofs, const gpu::Executor& exec) {
+  AssemblyPlan p;
+  p.num_cells = static_cast<index_t>(cell_dofs.size() / static_cast<std::size_t>(dofs_per_cell));
+  p.connectivity = gpu::build_connectivity(exec, cell_dofs, dofs_per_cell, num_dofs, 1);
+  colour_blocks(colouring, p);
+  return p;
+}
+
 std::shared_ptr<const AssemblyPlan> plan(const FunctionSpace& V, const gpu::Executor& exec) {
   if (V.store() == nullptr) return std::make_shared<const AssemblyPlan>(build_plan(V, exec));
   Store& s = *V.store();

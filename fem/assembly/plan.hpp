@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "fem/assembly/space.hpp"
@@ -29,6 +30,12 @@ struct AssemblyPlan {
 
 /// Build the plan of V (no caching).
 AssemblyPlan build_plan(const FunctionSpace& V, const gpu::Executor& exec = gpu::Executor::host());
+
+/// The plan of a space given by its cell DOFs (num_cells × dofs_per_cell, e.g. a mixed space's),
+/// coloured by `colouring`: a DOF map of the same cells such that two cells sharing a DOF share
+/// one of its nodes.
+AssemblyPlan build_plan(const DofMap& colouring, std::span<const index_t> cell_dofs, int dofs_per_cell,
+                        index_t num_dofs, const gpu::Executor& exec = gpu::Executor::host());
 
 /// The plan of V: from the store when V's mesh is in one (key "<mesh key>#plan/<space name>",
 /// derived from the mesh's version), else built. Counts assembly.pattern_builds and

@@ -63,4 +63,47 @@ Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, 
   return p;
 }
 
+Problem flow_problem(std::shared_ptr<const assembly::MixedSpace> W, assembly::Flow flow,
+                     assembly::DirichletValues bc, bool pressure_null_space, std::string name, Store& store,
+                     std::shared_ptr<solve::LinearSolver> solver) {
+  FEM_EXPECTS(W != nullptr, "flow_problem '{}': no mixed space", name);
+  for (index_t d : bc.dofs)
+    FEM_EXPECTS(d >= 0 && d < W->pressure_offset(),
+                "flow_problem '{}': constrained DOF {} is not a velocity DOF (0 .. {})", name, d,
+                W->pressure_offset() - 1);
+  auto shared_flow = std::make_shared<const assembly::Flow>(std::move(flow));
+  auto homogeneous = std::make_shared<const assembly::DirichletValues>(bc.homogeneous());
+  std::shared_ptr<const NullSpace> ns = pressure_null_space ? W->pressure_null_space() : nullptr;
+  Problem p;
+  p.name = std::move(name);
+  p.store = &store;
+  p.solver = std::move(solver);
+  p.residual = [W, shared_flow, homogeneous, ns](std::span<const double> u, std::span<double> F) {
+    std::fill(F.begin(), F.end(), 0.0);
+    assembly::flow_into(*W, *shared_flow, u, {}, F);
+    assembly::zero_dirichlet(*homogeneous, F);
+    if (ns) ns->make_compatible(F);
+  };
+  auto matrix = [W, homogeneous, ns](std::vector<double> values) {
+    std::vector<double> scratch(static_cast<std::size_t>(W->num_dofs()), 0.0);
+    assembly::apply_dirichlet(*homogeneous, *W->pattern(), values, scratch);
+    return CsrMatrix(W->pattern(), std::move(values), ns);
+  };
+  p.jacobian = [W, shared_flow, matrix](std::span<const double> u) {
+    std::vector<double> values = prefaulted_vector<double>(W->pattern()->nnz());
+    assembly::flow_into(*W, *shared_flow, u, values, {});
+    return matrix(std::move(values));
+  };
+  p.residual_and_jacobian = [W, shared_flow, homogeneous, ns, matrix](std::span<const double> u,
+                                                                      std::span<double> F) {
+    std::vector<double> values = prefaulted_vector<double>(W->pattern()->nnz());
+    std::fill(F.begin(), F.end(), 0.0);
+    assembly::flow_into(*W, *shared_flow, u, values, F);
+    assembly::zero_dirichlet(*homogeneous, F);
+    if (ns) ns->make_compatible(F);
+    return matrix(std::move(values));
+  };
+  return p;
+}
+
 }  // namespace fem::newton

@@ -8,6 +8,7 @@
 
 #include "fem/assembly/assembler.hpp"
 #include "fem/assembly/boundary.hpp"
+#include "fem/assembly/mixed.hpp"
 #include "fem/newton/newton.hpp"
 
 namespace fem::newton {
@@ -21,5 +22,17 @@ namespace fem::newton {
 Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, assembly::NonlinearForm form,
                           assembly::DirichletValues bc, std::string name, Store& store = fem::store(),
                           std::shared_ptr<solve::LinearSolver> solver = nullptr);
+
+/// Steady incompressible flow on a Taylor–Hood space (assembly::flow_into): F(w) with the
+/// constrained velocity rows zeroed, J(w) with them and their columns replaced by the identity.
+/// w must hold the velocity's Dirichlet values (`bc`: DOFs of W.velocity(), the same numbers in
+/// W). With `pressure_null_space` (the velocity given on the whole boundary: p is free up to a
+/// constant) the Jacobian carries W.pressure_null_space() and the residual is made compatible
+/// with it: the part of the continuity residual that a discrete inflow/outflow imbalance of the
+/// boundary data leaves (O(h^{k+1}) for interpolated data) is removed along ∫q, so that Newton
+/// converges, and the solution has ∫p = 0. For Stokes (no convection) one iteration solves it.
+Problem flow_problem(std::shared_ptr<const assembly::MixedSpace> W, assembly::Flow flow,
+                     assembly::DirichletValues bc, bool pressure_null_space, std::string name,
+                     Store& store = fem::store(), std::shared_ptr<solve::LinearSolver> solver = nullptr);
 
 }  // namespace fem::newton

@@ -88,29 +88,43 @@ Result detail::pin_null_space(const CsrMatrix& matrix, const NullSpace& null_spa
     throw DimensionMismatch(fmt::format("a null space of size {} for a {} x {} matrix", null_space.size(),
                                         matrix.rows(), matrix.cols()));
   if (declared) {
-    if (!is_symmetric(matrix))
-      return {
-          Status::invalid_input,
-          fmt::format("a null space ({}) is supported for symmetric matrices only", null_space.description()),
-          -1, -1};
     // A declared null vector must be one, judged on the Jacobi-scaled matrix (units and coefficient
-    // contrasts do not matter): ‖S⁻¹Az‖ ≤ 1e-8 ‖Sz‖.
+    // contrasts do not matter): ‖S⁻¹Az‖ ≤ 1e-8 ‖Sz‖. An unsymmetric matrix (Navier–Stokes'
+    // Jacobian) qualifies when its null vectors are also left null vectors, ‖S⁻¹Aᵀz‖ ≤ 1e-8 ‖Sz‖:
+    // pinning then keeps the solution of compatible data (zᵀb = 0), as for a symmetric one.
+    const bool symmetric = is_symmetric(matrix);
     const std::vector<double> scale = jacobi_scale(matrix);
     std::vector<double> y(n), sz(n);
+    const auto& off = pattern.row_offsets();
+    const auto& col = pattern.col_indices();
     for (int j = 0; j < k; ++j) {
       const auto z = null_space.vector(j);
-      matrix.multiply(z, y);
-      for (std::size_t i = 0; i < n; ++i) {
-        y[i] /= scale[i];
-        sz[i] = z[i] * scale[i];
+      for (const bool transposed : {false, true}) {
+        if (transposed && symmetric) break;
+        if (!transposed) {
+          matrix.multiply(z, y);
+        } else {
+          std::fill(y.begin(), y.end(), 0.0);
+          for (std::size_t r = 0; r < n; ++r)
+            for (index_t e = off[r]; e < off[r + 1]; ++e)
+              y[static_cast<std::size_t>(col[e])] += matrix.values()[static_cast<std::size_t>(e)] * z[r];
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+          y[i] /= scale[i];
+          sz[i] = z[i] * scale[i];
+        }
+        const double ratio = norm2(y) / norm2(sz);
+        if (!(ratio <= 1e-8))
+          return {Status::invalid_input,
+                  transposed
+                      ? fmt::format("the declared null vector '{}' of an unsymmetric matrix is not a left "
+                                    "null vector too: ‖S⁻¹Aᵀz‖ / ‖Sz‖ = {:.3g} (S² = |diag A|)",
+                                    null_space.name(j), ratio)
+                      : fmt::format("the declared null vector '{}' is not in the null space of the matrix: "
+                                    "‖S⁻¹Az‖ / ‖Sz‖ = {:.3g} (S² = |diag A|)",
+                                    null_space.name(j), ratio),
+                  -1, -1};
       }
-      const double ratio = norm2(y) / norm2(sz);
-      if (!(ratio <= 1e-8))
-        return {Status::invalid_input,
-                fmt::format("the declared null vector '{}' is not in the null space of the matrix: "
-                            "‖S⁻¹Az‖ / ‖Sz‖ = {:.3g} (S² = |diag A|)",
-                            null_space.name(j), ratio),
-                -1, -1};
     }
   }
   // One unknown per null vector, by Gaussian elimination with partial pivoting over the rows of

@@ -1,0 +1,299 @@
+// MixedSpace and the flow forms (mixed.hpp). The element work tabulates the velocity's and the
+// pressure's Lagrange bases once per quadrature rule, maps them with the cell's vertex geometry,
+// and scatters through the mixed plan's element-to-slot map, colour by colour.
+#include "fem/assembly/mixed.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+
+#include "fem/assembly/quadrature.hpp"
+#include "fem/error.hpp"
+#include "fem/lagrange.hpp"
+
+namespace fem::assembly {
+namespace {
+
+std::string checked_mesh(const std::string& key, Store& store) {
+  const auto mesh = store.get<Mesh>(key);
+  const CellType t = mesh->cell_type();
+  FEM_EXPECTS(t == CellType::tri3 || t == CellType::quad4 || t == CellType::tet4,
+              "Taylor–Hood on mesh '{}': its cells are {}; the mixed space needs first-order triangles, "
+              "quadrilaterals or tetrahedra",
+              key, cell_info(t).name);
+  FEM_EXPECTS(mesh->gdim() == mesh->tdim(), "Taylor–Hood on mesh '{}': a {}D mesh in {}D coordinates", key,
+              mesh->tdim(), mesh->gdim());
+  return key;
+}
+
+// The bases at a rule's points: values and reference gradients of one element.
+struct Table {
+  int n = 0, dim = 0, nq = 0;
+  std::vector<double> phi, grad;  // [q][a], [q][a][d]
+  Table(CellType type, const Quadrature& rule) : dim(rule.dim), nq(rule.size()) {
+    n = cell_info(type).num_nodes;
+    phi.resize(static_cast<std::size_t>(nq * n));
+    grad.resize(static_cast<std::size_t>(nq * n * dim));
+    for (int q = 0; q < nq; ++q) {
+      double xi[3] = {0, 0, 0};
+      for (int d = 0; d < dim; ++d) xi[d] = rule.points[static_cast<std::size_t>(q * dim + d)];
+      FEM_EXPECTS(lagrange_eval(type, xi, &phi[static_cast<std::size_t>(q * n)],
+                                &grad[static_cast<std::size_t>(q * n * dim)]),
+                  "no Lagrange element for {}", cell_info(type).name);
+    }
+  }
+};
+
+// J⁻¹ of a dim × dim matrix; returns det J.
+double inverse(int dim, const double* J, double* K) {
+  if (dim == 2) {
+    const double det = J[0] * J[3] - J[1] * J[2];
+    K[0] = J[3] / det, K[1] = -J[1] / det, K[2] = -J[2] / det, K[3] = J[0] / det;
+    return det;
+  }
+  const double det = J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) +
+                     J[2] * (J[3] * J[7] - J[4] * J[6]);
+  K[0] = (J[4] * J[8] - J[5] * J[7]) / det;
+  K[1] = (J[2] * J[7] - J[1] * J[8]) / det;
+  K[2] = (J[1] * J[5] - J[2] * J[4]) / det;
+  K[3] = (J[5] * J[6] - J[3] * J[8]) / det;
+  K[4] = (J[0] * J[8] - J[2] * J[6]) / det;
+  K[5] = (J[2] * J[3] - J[0] * J[5]) / det;
+  K[6] = (J[3] * J[7] - J[4] * J[6]) / det;
+  K[7] = (J[1] * J[6] - J[0] * J[7]) / det;
+  K[8] = (J[0] * J[4] - J[1] * J[3]) / det;
+  return det;
+}
+
+// One cell's geometry and bases at a quadrature point: weight (w·|det J|), the point x, the
+// velocity basis's physical gradients g[a·dim + i].
+struct Point {
+  double weight = 0;
+  std::array<double, 3> x{};
+  std::vector<double> g;
+};
+
+// Loops over W's cells colour by colour, giving each cell's quadrature points to `cell`.
+template <class Body>
+void for_each_cell(const MixedSpace& W, int degree, Body&& body) {
+  const Mesh& mesh = W.mesh();
+  const int dim = W.dim();
+  const Quadrature& rule = quadrature(mesh.cell_type(), degree);
+  const Table U(W.velocity().element(), rule), P(W.pressure().element(), rule);
+  const auto& pmap = W.pressure().dofmap();
+  const int np = P.n;
+  for_each_cell_block(W.plan(), [&](index_t first, index_t last) {
+    std::vector<Point> points(static_cast<std::size_t>(rule.size()));
+    for (auto& p : points) p.g.resize(static_cast<std::size_t>(U.n * dim));
+    double X[8][3];
+    for (index_t c = first; c < last; ++c) {
+      for (int k = 0; k < np; ++k) {
+        const index_t node = pmap.cell_nodes[static_cast<std::size_t>(c * np + k)];
+        for (int i = 0; i < dim; ++i) X[k][i] = pmap.coordinates[static_cast<std::size_t>(node * dim + i)];
+      }
+      for (int q = 0; q < rule.size(); ++q) {
+        Point& p = points[static_cast<std::size_t>(q)];
+        double J[9] = {}, K[9];
+        const double* dpsi = &P.grad[static_cast<std::size_t>(q * np * dim)];
+        const double* psi = &P.phi[static_cast<std::size_t>(q * np)];
+        p.x = {0, 0, 0};
+        for (int k = 0; k < np; ++k)
+          for (int i = 0; i < dim; ++i) {
+            p.x[static_cast<std::size_t>(i)] += psi[k] * X[k][i];
+            for (int j = 0; j < dim; ++j) J[i * dim + j] += X[k][i] * dpsi[k * dim + j];
+          }
+        const double det = inverse(dim, J, K);
+        if (!(det > 0))
+          throw InvalidArgument(fmt::format(
+              "Taylor–Hood assembly: cell {} of mesh '{}' is inverted or degenerate (det J = {:.3g} at a "
+              "quadrature point)",
+              c, W.velocity().mesh_key(), det));
+        p.weight = rule.weights[static_cast<std::size_t>(q)] * det;
+        const double* dphi = &U.grad[static_cast<std::size_t>(q * U.n * dim)];
+        for (int a = 0; a < U.n; ++a)
+          for (int i = 0; i < dim; ++i) {
+            double s = 0;
+            for (int j = 0; j < dim; ++j) s += dphi[a * dim + j] * K[j * dim + i];
+            p.g[static_cast<std::size_t>(a * dim + i)] = s;
+          }
+      }
+      body(c, points, U, P);
+    }
+  });
+}
+
+int flow_degree(const MixedSpace& W) {
+  return W.mesh().cell_type() == CellType::quad4 ? 7 : 5;  // (u·∇)u·v: 2 + 1 + 2 on affine cells
+}
+
+}  // namespace
+
+MixedSpace::MixedSpace(std::string mesh_key, Store& store)
+    : velocity_(checked_mesh(mesh_key, store), 2, store.get<Mesh>(mesh_key)->gdim(), store),
+      pressure_(mesh_key, 1, 1, store) {
+  const auto& u = velocity_.dofmap();
+  const auto& p = pressure_.dofmap();
+  const int dim = velocity_.components();
+  const index_t cells = velocity_.mesh().num_cells();
+  dofs_per_cell_ = u.nodes_per_cell * dim + p.nodes_per_cell;
+  // The cell DOFs: each cell's velocity DOFs, then its pressure DOFs.
+  auto dofs = std::make_shared<std::vector<index_t>>(static_cast<std::size_t>(cells * dofs_per_cell_));
+  for (index_t c = 0; c < cells; ++c) {
+    index_t* out = &(*dofs)[static_cast<std::size_t>(c * dofs_per_cell_)];
+    for (int a = 0; a < u.nodes_per_cell; ++a)
+      for (int k = 0; k < dim; ++k)
+        *out++ = u.cell_nodes[static_cast<std::size_t>(c * u.nodes_per_cell + a)] * dim + k;
+    for (int a = 0; a < p.nodes_per_cell; ++a)
+      *out++ = pressure_offset() + p.cell_nodes[static_cast<std::size_t>(c * p.nodes_per_cell + a)];
+  }
+  // The plan, coloured by the velocity's nodes (the pressure's are among them: the vertices).
+  plan_ = store.get_or_compute<AssemblyPlan>(fmt::format("{}#plan/TaylorHood", mesh_key),
+                                             {{mesh_key, velocity_.mesh_version()}}, [&] {
+                                               store.count("assembly.pattern_builds");
+                                               return build_plan(u, *dofs, dofs_per_cell_, num_dofs());
+                                             });
+  cell_dofs_ = std::move(dofs);
+}
+
+std::shared_ptr<const NullSpace> MixedSpace::pressure_null_space() const {
+  const auto n = static_cast<std::size_t>(num_dofs());
+  std::vector<double> z(n, 0.0), w(n, 0.0);
+  const auto off = static_cast<std::size_t>(pressure_offset());
+  std::fill(z.begin() + static_cast<std::ptrdiff_t>(off), z.end(), 1.0);
+  const auto& pmap = pressure_.dofmap();
+  for_each_cell(*this, 2, [&](index_t c, const std::vector<Point>& points, const Table&, const Table& P) {
+    for (int q = 0; q < P.nq; ++q)
+      for (int k = 0; k < P.n; ++k)
+        w[off + static_cast<std::size_t>(pmap.cell_nodes[static_cast<std::size_t>(c * P.n + k)])] +=
+            points[static_cast<std::size_t>(q)].weight * P.phi[static_cast<std::size_t>(q * P.n + k)];
+  });
+  return std::make_shared<const NullSpace>(num_dofs(), std::vector<std::vector<double>>{std::move(z)},
+                                           std::vector<std::string>{"constant pressure"},
+                                           std::vector<std::vector<double>>{std::move(w)});
+}
+
+void flow_into(const MixedSpace& W, const Flow& flow, std::span<const double> w, std::span<double> values,
+               std::span<double> F) {
+  const auto n = static_cast<std::size_t>(W.dofs_per_cell());
+  FEM_EXPECTS(w.size() == static_cast<std::size_t>(W.num_dofs()), "flow_into: w has {} entries, the space {}",
+              w.size(), W.num_dofs());
+  FEM_EXPECTS(values.empty() || values.size() == static_cast<std::size_t>(W.pattern()->nnz()),
+              "flow_into: {} matrix values for a pattern of {}", values.size(), W.pattern()->nnz());
+  FEM_EXPECTS(F.empty() || F.size() == w.size(), "flow_into: F has {} entries, the space {}", F.size(),
+              W.num_dofs());
+  FEM_EXPECTS(std::isfinite(flow.viscosity) && flow.viscosity > 0, "flow: the viscosity {} must be positive",
+              flow.viscosity);
+  std::fill(values.begin(), values.end(), 0.0);
+  const int dim = W.dim();
+  const bool convection = flow.convection && flow.density != 0;
+  const double nu = flow.viscosity, rho = flow.density;
+  const auto& slots = W.plan().connectivity.element_slots;
+  const auto dofs = W.cell_dofs();
+  for_each_cell(
+      W, flow_degree(W), [&](index_t c, const std::vector<Point>& points, const Table& U, const Table& P) {
+        thread_local std::vector<double> A, R, x;
+        A.assign(values.empty() ? 0 : n * n, 0.0);
+        R.assign(n, 0.0);
+        x.resize(n);
+        const index_t* cd = &dofs[static_cast<std::size_t>(c) * n];
+        for (std::size_t i = 0; i < n; ++i) x[i] = w[static_cast<std::size_t>(cd[i])];
+        const int nu_ = U.n, pofs = U.n * dim;
+        for (int q = 0; q < U.nq; ++q) {
+          const Point& pt = points[static_cast<std::size_t>(q)];
+          const double* phi = &U.phi[static_cast<std::size_t>(q * U.n)];
+          const double* psi = &P.phi[static_cast<std::size_t>(q * P.n)];
+          const double* g = pt.g.data();
+          // u, ∇u (G[k][j] = ∂u_k/∂x_j), p and f at the point.
+          double u[3] = {}, G[3][3] = {}, p = 0, f[3] = {};
+          for (int a = 0; a < nu_; ++a)
+            for (int k = 0; k < dim; ++k) {
+              const double xa = x[static_cast<std::size_t>(a * dim + k)];
+              u[k] += xa * phi[a];
+              for (int j = 0; j < dim; ++j) G[k][j] += xa * g[a * dim + j];
+            }
+          for (int m = 0; m < P.n; ++m) p += x[static_cast<std::size_t>(pofs + m)] * psi[m];
+          if (flow.body_force) flow.body_force(pt.x.data(), f);
+          double div = 0;
+          for (int k = 0; k < dim; ++k) div += G[k][k];
+          const double wq = pt.weight;
+          // Residual.
+          for (int a = 0; a < nu_; ++a)
+            for (int k = 0; k < dim; ++k) {
+              double r = 0;
+              for (int j = 0; j < dim; ++j) {
+                const double flux = flow.symmetric_gradient ? G[k][j] + G[j][k] : G[k][j];
+                r += nu * flux * g[a * dim + j];
+              }
+              r -= p * g[a * dim + k];
+              if (convection) {
+                double adv = 0;
+                for (int j = 0; j < dim; ++j) adv += u[j] * G[k][j];
+                r += rho * adv * phi[a];
+              }
+              r -= f[k] * phi[a];
+              R[static_cast<std::size_t>(a * dim + k)] += wq * r;
+            }
+          for (int m = 0; m < P.n; ++m) R[static_cast<std::size_t>(pofs + m)] -= wq * psi[m] * div;
+          if (A.empty()) continue;
+          // Jacobian.
+          for (int a = 0; a < nu_; ++a) {
+            const double* ga = g + a * dim;
+            for (int b = 0; b < nu_; ++b) {
+              const double* gb = g + b * dim;
+              double dot = 0, adv = 0;
+              for (int j = 0; j < dim; ++j) dot += ga[j] * gb[j];
+              if (convection)
+                for (int j = 0; j < dim; ++j) adv += u[j] * gb[j];
+              for (int k = 0; k < dim; ++k) {
+                const std::size_t row = static_cast<std::size_t>(a * dim + k) * n;
+                A[row + static_cast<std::size_t>(b * dim + k)] +=
+                    wq * (nu * dot + (convection ? rho * adv * phi[a] : 0));
+                for (int l = 0; l < dim; ++l) {
+                  double v = flow.symmetric_gradient ? nu * gb[k] * ga[l] : 0;
+                  if (convection && flow.linearization == Linearization::newton)
+                    v += rho * phi[a] * phi[b] * G[k][l];
+                  A[row + static_cast<std::size_t>(b * dim + l)] += wq * v;
+                }
+              }
+            }
+            for (int m = 0; m < P.n; ++m)
+              for (int k = 0; k < dim; ++k) {
+                const double v = -wq * psi[m] * ga[k];
+                A[static_cast<std::size_t>(a * dim + k) * n + static_cast<std::size_t>(pofs + m)] += v;
+                A[static_cast<std::size_t>(pofs + m) * n + static_cast<std::size_t>(a * dim + k)] += v;
+              }
+          }
+        }
+        if (!F.empty())
+          for (std::size_t i = 0; i < n; ++i) F[static_cast<std::size_t>(cd[i])] += R[i];
+        if (!values.empty()) {
+          const index_t* s = &slots[static_cast<std::size_t>(c) * n * n];
+          for (std::size_t e = 0; e < n * n; ++e) values[static_cast<std::size_t>(s[e])] += A[e];
+        }
+      });
+}
+
+void velocity_mass_into(const MixedSpace& W, double density, std::span<double> values) {
+  const auto n = static_cast<std::size_t>(W.dofs_per_cell());
+  FEM_EXPECTS(values.size() == static_cast<std::size_t>(W.pattern()->nnz()),
+              "velocity_mass_into: {} matrix values for a pattern of {}", values.size(), W.pattern()->nnz());
+  std::fill(values.begin(), values.end(), 0.0);
+  const int dim = W.dim();
+  const auto& slots = W.plan().connectivity.element_slots;
+  for_each_cell(W, 4, [&](index_t c, const std::vector<Point>& points, const Table& U, const Table&) {
+    const index_t* s = &slots[static_cast<std::size_t>(c) * n * n];
+    for (int q = 0; q < U.nq; ++q) {
+      const double* phi = &U.phi[static_cast<std::size_t>(q * U.n)];
+      const double wq = density * points[static_cast<std::size_t>(q)].weight;
+      for (int a = 0; a < U.n; ++a)
+        for (int b = 0; b < U.n; ++b)
+          for (int k = 0; k < dim; ++k)
+            values[static_cast<std::size_t>(
+                s[static_cast<std::size_t>(a * dim + k) * n + static_cast<std::size_t>(b * dim + k)])] +=
+                wq * phi[a] * phi[b];
+    }
+  });
+}
+
+}  // namespace fem::assembly

@@ -1,0 +1,97 @@
+// Mixed spaces and incompressible flow: the Taylor–Hood space (P2–P1 on triangles and
+// tetrahedra, Q2–Q1 on quadrilaterals) with one DOF map and one connectivity for the whole block
+// matrix, built once per mesh version through the hash-table builder and cached in the store;
+// the Stokes and Navier–Stokes forms on it, assembled by one kernel that gives the residual and
+// the Jacobian (Newton or Picard) of the steady equations. docs/flow.md.
+//
+//   fem::assembly::MixedSpace W("mesh");                        // Taylor–Hood, cached plan
+//   fem::assembly::Flow flow{.viscosity = 0.01, .convection = true};
+//   std::vector<double> F(W.num_dofs()), J(W.pattern()->nnz());
+//   fem::assembly::flow_into(W, flow, w, J, F);                 // F(w) and ∂F/∂w at w
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fem/assembly/forms.hpp"
+#include "fem/assembly/plan.hpp"
+#include "fem/assembly/space.hpp"
+#include "fem/null_space.hpp"
+
+namespace fem::assembly {
+
+/// Taylor–Hood: the velocity in the degree-2 Lagrange space with one component per coordinate,
+/// the pressure in the degree-1 space on the same vertices. One DOF numbering, field-blocked:
+/// the velocity's DOFs first, numbered as velocity() numbers them (node·dim + component), so that
+/// Dirichlet data, output and functionals of the velocity use velocity() directly; then one
+/// pressure DOF per vertex node, pressure_offset() + the vertex's node number in velocity()'s map
+/// (the same numbering as pressure()'s). The block matrix's pattern and element-to-slot map come
+/// from the hash-table builder over the mixed cell DOFs, cached as `<mesh>#plan/TaylorHood`.
+class MixedSpace {
+ public:
+  /// On the first-order mesh published under `mesh_key` (tri3, quad4, tet4; its geometry is
+  /// taken from the cell vertices).
+  explicit MixedSpace(std::string mesh_key, Store& store = fem::store());
+
+  const FunctionSpace& velocity() const noexcept { return velocity_; }
+  const FunctionSpace& pressure() const noexcept { return pressure_; }
+  const Mesh& mesh() const noexcept { return velocity_.mesh(); }
+  int dim() const noexcept { return velocity_.components(); }
+  index_t num_dofs() const noexcept { return velocity_.num_dofs() + pressure_.num_dofs(); }
+  index_t pressure_offset() const noexcept { return velocity_.num_dofs(); }
+  index_t num_pressure_dofs() const noexcept { return pressure_.num_dofs(); }
+  int dofs_per_cell() const noexcept { return dofs_per_cell_; }
+  /// num_cells × dofs_per_cell: a cell's velocity DOFs (node by node, components interleaved),
+  /// then its pressure DOFs (vertex by vertex).
+  std::span<const index_t> cell_dofs() const noexcept { return *cell_dofs_; }
+  const AssemblyPlan& plan() const noexcept { return *plan_; }
+  const std::shared_ptr<const CsrPattern>& pattern() const noexcept { return plan_->connectivity.pattern; }
+  /// The constant pressures: the null space of a flow with the velocity given on the whole
+  /// boundary, normalized to ∫p = 0 (the functional is the pressure mass's row sums).
+  std::shared_ptr<const NullSpace> pressure_null_space() const;
+  /// The pressure's values at pressure().dofmap() nodes (the vertices) from a mixed vector.
+  std::span<const double> pressure_part(std::span<const double> w) const {
+    return w.subspan(static_cast<std::size_t>(pressure_offset()),
+                     static_cast<std::size_t>(num_pressure_dofs()));
+  }
+  std::span<const double> velocity_part(std::span<const double> w) const {
+    return w.first(static_cast<std::size_t>(pressure_offset()));
+  }
+
+ private:
+  FunctionSpace velocity_, pressure_;
+  int dofs_per_cell_ = 0;
+  std::shared_ptr<const std::vector<index_t>> cell_dofs_;
+  std::shared_ptr<const AssemblyPlan> plan_;
+};
+
+/// How the Jacobian linearizes the convection: Newton's full derivative, or Picard's
+/// (w·∇)δu alone (a wider basin of convergence, linear convergence).
+enum class Linearization { newton, picard };
+
+/// The steady incompressible flow ρ(u·∇)u − div(σ) = f, div u = 0 with σ = 2νρ... written per unit
+/// density as the usual: −div(ν∇u) + (u·∇)u + ∇p = f (`symmetric_gradient`: −div(2ν ε(u))),
+/// −div u = 0. The weak residual at w = (u, p) is
+///   F_v = ∫ ν∇u:∇v (or 2ν ε(u):ε(v)) + ρ(u·∇)u·v − p div v − f·v,   F_q = −∫ q div u,
+/// a symmetric saddle point without convection.
+struct Flow {
+  double viscosity = 1.0;
+  double density = 1.0;             ///< ρ in front of the convection (0 or convection false: Stokes)
+  bool convection = false;          ///< Navier–Stokes
+  bool symmetric_gradient = false;  ///< 2ν ε(u):ε(v) (tractions are physical at an outflow)
+  Linearization linearization = Linearization::newton;
+  VectorFunction body_force;  ///< f (dim components); null: none
+};
+
+/// The residual F(w) added into F and the Jacobian ∂F/∂w at w written into `values` (zeroed
+/// first; the pattern of W.pattern()); either may be empty. For Stokes the Jacobian is the
+/// matrix and −F(0) the load.
+void flow_into(const MixedSpace& W, const Flow& flow, std::span<const double> w, std::span<double> values,
+               std::span<double> F);
+
+/// The velocity mass matrix ∫ρ u·v (zero pressure block), on W.pattern(), into values (zeroed first).
+void velocity_mass_into(const MixedSpace& W, double density, std::span<double> values);
+
+}  // namespace fem::assembly

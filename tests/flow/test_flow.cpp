@@ -1,0 +1,176 @@
+// Taylor–Hood flow: Stokes Poiseuille flow exact to rounding (P2–P1 on triangles and tetrahedra,
+// Q2–Q1 on quadrilaterals), the free pressure constant (the same field whichever DOF would be
+// pinned), Kovasznay flow at Re = 40 by Newton with velocity L2 rate 3 and pressure rate 2, and
+// Newton's Jacobians on one symbolic analysis of the block pattern.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <numeric>
+
+#include "fem/assembly/assembler.hpp"
+#include "fem/assembly/boundary.hpp"
+#include "fem/assembly/functionals.hpp"
+#include "fem/assembly/mixed.hpp"
+#include "fem/mesh/generate.hpp"
+#include "fem/newton/assembled.hpp"
+#include "fem/store.hpp"
+
+namespace {
+
+using fem::index_t;
+using namespace fem::assembly;
+
+class TaylorHood : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fem::store().clear();
+    fem::store().reset_stats();
+  }
+};
+
+fem::newton::Options options() {
+  fem::newton::Options o;
+  o.linear.backend = fem::solve::Backend::umfpack;
+  o.atol = 1e-11;
+  o.rtol = 1e-12;
+  return o;
+}
+
+// The velocity given on the whole boundary by `u` (dim components).
+DirichletValues velocity_bc(const MixedSpace& W, const VectorFunction& u) {
+  std::vector<Dirichlet> conditions;
+  for (int k = 0; k < W.dim(); ++k)
+    conditions.push_back({FacetSet::all(),
+                          [u, k](const double* x) {
+                            double v[3];
+                            u(x, v);
+                            return v[k];
+                          },
+                          k});
+  return dirichlet_values(W.velocity(), conditions);
+}
+
+double max_difference(std::span<const double> a, std::span<const double> b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
+// u = (y(1 − y), 0[, 0]), p = −2ν x: −νΔu + ∇p = 0, div u = 0. P2 holds u and P1 holds p, so the
+// discrete solution is exact; the pressure has ∫p = 0 (its constant is free).
+TEST_F(TaylorHood, PoiseuilleIsExactToRounding) {
+  for (auto type : {fem::CellType::tri3, fem::CellType::quad4, fem::CellType::tet4}) {
+    auto& s = fem::store();
+    s.clear();
+    const bool three = type == fem::CellType::tet4;
+    s.put("channel", three ? fem::mesh::unit_cube(type, 3) : fem::mesh::unit_square(type, 6));
+    auto W = std::make_shared<const MixedSpace>("channel");
+    const double nu = 0.3;
+    const VectorFunction exact = [](const double* x, double* u) {
+      u[0] = x[1] * (1 - x[1]);
+      u[1] = u[2] = 0;
+    };
+    const auto bc = velocity_bc(*W, exact);
+    std::vector<double> w(static_cast<std::size_t>(W->num_dofs()), 0.0);
+    set_dirichlet(bc, w);
+    auto problem = fem::newton::flow_problem(W, {.viscosity = nu}, bc, true, "stokes");
+    const auto r = fem::newton::solve(problem, w, options());
+    ASSERT_TRUE(r.converged) << fem::newton::to_string(r.reason);
+    EXPECT_EQ(r.iterations, 1);  // linear
+    const auto uh = interpolate(W->velocity(), exact);
+    EXPECT_LT(max_difference(W->velocity_part(w), uh), 1e-11) << fem::cell_info(type).name;
+    // p = −2ν(x − ½): zero mean on the unit square or cube.
+    const auto& c = W->pressure().dofmap().coordinates;
+    const int dim = W->dim();
+    double e = 0;
+    const auto p = W->pressure_part(w);
+    for (std::size_t i = 0; i < p.size(); ++i) e = std::max(e, std::abs(p[i] + 2 * nu * (c[i * dim] - 0.5)));
+    EXPECT_LT(e, 1e-10) << fem::cell_info(type).name;
+  }
+}
+
+// The constant of p: solved with the declared null space (∫p = 0) it equals the solution with
+// any one pressure DOF pinned to 0 and then shifted to ∫p = 0.
+TEST_F(TaylorHood, TheFreePressureConstantDoesNotDependOnThePinnedDof) {
+  auto& s = fem::store();
+  s.put("cavity", fem::mesh::unit_square(fem::CellType::tri3, 8));
+  auto W = std::make_shared<const MixedSpace>("cavity");
+  // A lid-driven cavity (Stokes) with a body force: a pressure that is not affine.
+  const VectorFunction lid = [](const double* x, double* u) {
+    u[0] = x[1] > 1 - 1e-12 ? 16 * x[0] * x[0] * (1 - x[0]) * (1 - x[0]) : 0;
+    u[1] = 0;
+  };
+  fem::assembly::Flow flow{.viscosity = 1, .body_force = [](const double* x, double* f) {
+                             f[0] = std::sin(3 * x[1]);
+                             f[1] = x[0] * x[0];
+                           }};
+  const auto bc = velocity_bc(*W, lid);
+  std::vector<double> w(static_cast<std::size_t>(W->num_dofs()), 0.0);
+  set_dirichlet(bc, w);
+  auto problem = fem::newton::flow_problem(W, flow, bc, true, "free");
+  ASSERT_TRUE(fem::newton::solve(problem, w, options()).converged);
+  const auto ns = W->pressure_null_space();
+  EXPECT_LT(std::abs(std::inner_product(ns->functional(0).begin(), ns->functional(0).end(), w.begin(), 0.0)),
+            1e-12);
+  for (index_t pinned : {index_t{0}, W->num_pressure_dofs() / 2, W->num_pressure_dofs() - 1}) {
+    // The same problem with the pressure DOF `pinned` fixed to 0 and no null space.
+    DirichletValues pin = bc;
+    pin.dofs.push_back(W->pressure_offset() + pinned);
+    pin.values.push_back(0.0);
+    std::vector<double> values(static_cast<std::size_t>(W->pattern()->nnz())), b(w.size(), 0.0), x(w.size());
+    std::vector<double> zero(w.size(), 0.0);
+    flow_into(*W, flow, zero, values, b);
+    for (double& v : b) v = -v;
+    apply_dirichlet(pin, *W->pattern(), values, b);
+    fem::store().put("pinned", fem::CsrMatrix(W->pattern(), std::move(values)));
+    auto solver = fem::solve::make_solver({.backend = fem::solve::Backend::umfpack});
+    solver->factorize(fem::store(), "pinned");
+    fem::solve::require(solver->solve(b, x));
+    ns->normalize(x);
+    EXPECT_LT(max_difference(x, w), 1e-10) << "pinned pressure DOF " << pinned;
+  }
+}
+
+// Kovasznay flow, Re = 40, on [−½, 3/2] × [0, 2]: the exact solution of the steady Navier–Stokes
+// equations. Newton from the Stokes solution; L2 errors of P2–P1 fall as h³ (velocity) and h²
+// (pressure).
+TEST_F(TaylorHood, KovasznayConvergesAtTheTaylorHoodRates) {
+  const double re = 40, pi = std::numbers::pi;
+  const double lambda = re / 2 - std::sqrt(re * re / 4 + 4 * pi * pi);
+  const VectorFunction u_exact = [=](const double* x, double* u) {
+    u[0] = 1 - std::exp(lambda * x[0]) * std::cos(2 * pi * x[1]);
+    u[1] = lambda / (2 * pi) * std::exp(lambda * x[0]) * std::sin(2 * pi * x[1]);
+  };
+  // p = ½(1 − e^{2λx}) less its mean over the domain.
+  const double mean = 0.5 * (1 - (std::exp(3 * lambda) - std::exp(-lambda)) / (4 * lambda));
+  const VectorFunction p_exact = [=](const double* x, double* p) {
+    p[0] = 0.5 * (1 - std::exp(2 * lambda * x[0])) - mean;
+  };
+  std::vector<double> eu, ep;
+  for (index_t n : {16, 32, 64}) {
+    auto& s = fem::store();
+    s.clear();
+    s.put("kovasznay", fem::mesh::rectangle(fem::CellType::tri3, n, n, {-0.5, 0.0}, {1.5, 2.0}));
+    auto W = std::make_shared<const MixedSpace>("kovasznay");
+    const auto bc = velocity_bc(*W, u_exact);
+    std::vector<double> w(static_cast<std::size_t>(W->num_dofs()), 0.0);
+    set_dirichlet(bc, w);
+    const auto analyses = s.counter("solve.symbolic_analyses");
+    auto problem = fem::newton::flow_problem(W, {.viscosity = 1 / re, .convection = true}, bc, true, "ns");
+    const auto r = fem::newton::solve(problem, w, options());
+    ASSERT_TRUE(r.converged) << fem::newton::to_string(r.reason) << " n = " << n << ": " << r.message;
+    EXPECT_LE(r.iterations, 8);
+    EXPECT_EQ(s.counter("solve.symbolic_analyses") - analyses, 1);  // every Jacobian on one analysis
+    EXPECT_EQ(r.jacobian_refreshes, r.iterations);
+    const Assembler velocity(W->velocity()), pressure(W->pressure());
+    eu.push_back(errors(velocity, W->velocity_part(w), u_exact).l2);
+    ep.push_back(errors(pressure, W->pressure_part(w), p_exact).l2);
+  }
+  for (std::size_t i = 1; i < eu.size(); ++i) {
+    EXPECT_NEAR(std::log2(eu[i - 1] / eu[i]), 3.0, 0.2) << eu[i - 1] << " " << eu[i];
+    EXPECT_NEAR(std::log2(ep[i - 1] / ep[i]), 2.0, 0.2) << ep[i - 1] << " " << ep[i];
+  }
+}
+
+}  // namespace
