@@ -182,8 +182,9 @@ void flow_into(const MixedSpace& W, const Flow& flow, std::span<const double> w,
               "flow_into: {} matrix values for a pattern of {}", values.size(), W.pattern()->nnz());
   FEM_EXPECTS(F.empty() || F.size() == w.size(), "flow_into: F has {} entries, the space {}", F.size(),
               W.num_dofs());
-  FEM_EXPECTS(std::isfinite(flow.viscosity) && flow.viscosity > 0, "flow: the viscosity {} must be positive",
-              flow.viscosity);
+  FEM_EXPECTS(std::isfinite(flow.viscosity) && flow.viscosity >= 0 && (flow.viscosity > 0 || values.empty()),
+              "flow: the viscosity {} must be positive", flow.viscosity);
+  FEM_EXPECTS(std::isfinite(flow.density), "flow: the density {} is not finite", flow.density);
   std::fill(values.begin(), values.end(), 0.0);
   const int dim = W.dim();
   const bool convection = flow.convection && flow.density != 0;

@@ -71,11 +71,13 @@ class MixedSpace {
 /// (w·∇)δu alone (a wider basin of convergence, linear convergence).
 enum class Linearization { newton, picard };
 
-/// The steady incompressible flow ρ(u·∇)u − div(σ) = f, div u = 0 with σ = 2νρ... written per unit
-/// density as the usual: −div(ν∇u) + (u·∇)u + ∇p = f (`symmetric_gradient`: −div(2ν ε(u))),
-/// −div u = 0. The weak residual at w = (u, p) is
-///   F_v = ∫ ν∇u:∇v (or 2ν ε(u):ε(v)) + ρ(u·∇)u·v − p div v − f·v,   F_q = −∫ q div u,
-/// a symmetric saddle point without convection.
+/// Steady incompressible flow: ρ(u·∇)u − div(μ∇u) + ∇p = f, −div u = 0 (`symmetric_gradient`:
+/// −div(2μ ε(u)), whose natural outflow condition is a zero physical traction). The weak
+/// residual at w = (u, p) is
+///   F_v = ∫ μ∇u:∇v (or 2μ ε(u):ε(v)) + ρ(u·∇)u·v − p div v − f·v,   F_q = −∫ q div u,
+/// a symmetric saddle point without convection. `viscosity` is the dynamic μ (the kinematic ν
+/// when ρ = 1). A zero viscosity is allowed for residuals (the explicit terms of a projection
+/// scheme), not for a Jacobian that is to be solved with.
 struct Flow {
   double viscosity = 1.0;
   double density = 1.0;             ///< ρ in front of the convection (0 or convection false: Stokes)

@@ -12,6 +12,7 @@
 #include "fem/assembly/boundary.hpp"
 #include "fem/assembly/functionals.hpp"
 #include "fem/assembly/mixed.hpp"
+#include "fem/flow/flow.hpp"
 #include "fem/mesh/generate.hpp"
 #include "fem/newton/assembled.hpp"
 #include "fem/store.hpp"
@@ -171,6 +172,83 @@ TEST_F(TaylorHood, KovasznayConvergesAtTheTaylorHoodRates) {
     EXPECT_NEAR(std::log2(eu[i - 1] / eu[i]), 3.0, 0.2) << eu[i - 1] << " " << eu[i];
     EXPECT_NEAR(std::log2(ep[i - 1] / ep[i]), 2.0, 0.2) << ep[i - 1] << " " << ep[i];
   }
+}
+
+// Picard then Newton on one block pattern: every Jacobian of both on one symbolic analysis; Newton
+// converges quadratically after the Picard steps (a lid-driven cavity at Re = 400).
+TEST_F(TaylorHood, PicardThenNewtonShareOneSymbolicAnalysis) {
+  auto& s = fem::store();
+  s.put("cavity", fem::mesh::unit_square(fem::CellType::tri3, 16));
+  auto W = std::make_shared<const MixedSpace>("cavity");
+  const VectorFunction lid = [](const double* x, double* u) {
+    u[0] = x[1] > 1 - 1e-12 ? 1.0 : 0.0;
+    u[1] = 0;
+  };
+  const auto bc = velocity_bc(*W, lid);
+  std::vector<double> w(static_cast<std::size_t>(W->num_dofs()), 0.0);
+  const auto analyses = s.counter("solve.symbolic_analyses");
+  fem::flow::SteadyOptions o;
+  o.newton = options();
+  o.picard_steps = 4;
+  const auto r =
+      fem::flow::solve_steady(W, {.viscosity = 1.0 / 400, .convection = true}, bc, true, w, o, "cavity");
+  ASSERT_TRUE(r.converged()) << fem::newton::to_string(r.newton.reason);
+  EXPECT_EQ(r.picard.iterations, 4);
+  EXPECT_LE(r.newton.iterations, 6);
+  EXPECT_EQ(s.counter("solve.symbolic_analyses") - analyses, 1);
+  // Quadratic: the last reductions square the residual (up to a constant).
+  const auto& h = r.newton.history;
+  ASSERT_GE(h.size(), 3u);
+  const double r0 = h[h.size() - 3].residual_norm, r1 = h[h.size() - 2].residual_norm;
+  EXPECT_LT(r1, 10 * r0 * r0 / h.front().residual_norm + 1e-11);
+}
+
+// The projection scheme in a channel: parabolic inflow, no-slip walls, p = 0 at the outflow. From
+// rest it settles on Poiseuille flow, which the discrete equations hold exactly; its three
+// matrices are factorized once (in the constructor), none in the steps.
+TEST_F(TaylorHood, ProjectionSettlesOnPoiseuilleFactorizingOnce) {
+  auto& s = fem::store();
+  s.put("channel", fem::mesh::rectangle(fem::CellType::tri3, 16, 4, {0.0, 0.0}, {4.0, 1.0}));
+  auto W = std::make_shared<const MixedSpace>("channel");
+  const VectorFunction poiseuille = [](const double* x, double* u) {
+    u[0] = 4 * x[1] * (1 - x[1]);
+    u[1] = 0;
+  };
+  // The walls (y = 0, 1) and the inlet (x = 0): every boundary DOF but the outlet's.
+  const auto& c = W->velocity().dofmap().coordinates;
+  const auto all = velocity_bc(*W, poiseuille);
+  fem::time::Dirichlet velocity;
+  std::vector<double> values;
+  for (std::size_t i = 0; i < all.dofs.size(); ++i) {
+    const auto node = static_cast<std::size_t>(all.dofs[i] / 2);
+    const double x = c[2 * node], y = c[2 * node + 1];
+    if (x > 4 - 1e-12 && y > 1e-12 && y < 1 - 1e-12) continue;
+    velocity.dofs.push_back(all.dofs[i]);
+    values.push_back(all.values[i]);
+  }
+  velocity.values = [values](double, std::span<double> g) {
+    std::copy(values.begin(), values.end(), g.begin());
+  };
+  std::vector<index_t> outlet;
+  const auto& pc = W->pressure().dofmap().coordinates;
+  for (index_t i = 0; i < W->num_pressure_dofs(); ++i)
+    if (pc[static_cast<std::size_t>(2 * i)] > 4 - 1e-12) outlet.push_back(i);
+  const double mu = 0.5;
+  fem::flow::Projection p{
+      .W = W, .viscosity = mu, .density = 1, .velocity = velocity, .pressure_dofs = outlet};
+  fem::flow::ProjectionStepper stepper(s, p, 0.05,
+                                       std::vector<double>(static_cast<std::size_t>(W->num_dofs()), 0.0));
+  EXPECT_EQ(stepper.matrices(), 3);  // both components share their constrained nodes
+  const auto factorizations = s.counter("solve.factorizations");
+  for (int i = 0; i < 1600; ++i) stepper.step();  // to t = 80: settled to rounding
+  EXPECT_EQ(s.counter("solve.factorizations"), factorizations);
+  const auto exact = interpolate(W->velocity(), poiseuille);
+  EXPECT_LT(max_difference(W->velocity_part(stepper.w()), exact), 1e-8);
+  // p = 2μ·4·(4 − x)·... : −μ u_yy = 8μ = −∂p/∂x, p(4) = 0.
+  const auto pw = W->pressure_part(stepper.w());
+  double e = 0;
+  for (std::size_t i = 0; i < pw.size(); ++i) e = std::max(e, std::abs(pw[i] - 8 * mu * (4 - pc[2 * i])));
+  EXPECT_LT(e, 1e-7);
 }
 
 }  // namespace

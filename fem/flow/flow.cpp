@@ -1,0 +1,304 @@
+// libfem_flow (flow.hpp): steady solves, the force functional and the projection scheme.
+#include "fem/flow/flow.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "fem/assembly/assembler.hpp"
+#include "fem/error.hpp"
+#include "fem/newton/assembled.hpp"
+
+namespace fem::flow {
+
+SteadyResult solve_steady(std::shared_ptr<const MixedSpace> W, const Flow& flow,
+                          const assembly::DirichletValues& bc, bool pressure_null_space, std::span<double> w,
+                          const SteadyOptions& options, const std::string& name, Store& store,
+                          std::shared_ptr<solve::LinearSolver> solver) {
+  FEM_EXPECTS(W != nullptr, "solve_steady '{}': no mixed space", name);
+  FEM_EXPECTS(w.size() == static_cast<std::size_t>(W->num_dofs()),
+              "solve_steady '{}': w has {} entries, the space {}", name, w.size(), W->num_dofs());
+  assembly::set_dirichlet(bc, w);
+  if (!solver) solver = solve::make_solver(options.newton.linear);
+  SteadyResult result;
+  if (flow.convection && flow.density != 0 && options.picard_steps > 0) {
+    Flow picard = flow;
+    picard.linearization = assembly::Linearization::picard;
+    newton::Options o = options.newton;
+    o.max_iterations = options.picard_steps;
+    o.monitor = nullptr;
+    result.picard =
+        newton::solve(newton::flow_problem(W, picard, bc, pressure_null_space, name, store, solver), w, o);
+  }
+  Flow exact = flow;
+  exact.linearization = assembly::Linearization::newton;
+  result.newton = newton::solve(newton::flow_problem(W, exact, bc, pressure_null_space, name, store, solver),
+                                w, options.newton);
+  return result;
+}
+
+std::vector<index_t> boundary_nodes(const assembly::FunctionSpace& V, const std::vector<int>& tags) {
+  FEM_EXPECTS(!tags.empty(), "boundary_nodes: no facet tags");
+  const auto values =
+      assembly::condition_values(V, {assembly::FacetSet{tags}, nullptr, V.components() > 1 ? 0 : -1});
+  std::vector<index_t> nodes;
+  for (index_t d : values.dofs) nodes.push_back(d / V.components());
+  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
+  return nodes;
+}
+
+std::array<double, 3> force(const MixedSpace& W, const Flow& flow, std::span<const double> w,
+                            std::span<const index_t> nodes, std::span<const double> inertia) {
+  std::vector<double> F(w.size(), 0.0);
+  assembly::flow_into(W, flow, w, {}, F);
+  const int dim = W.dim();
+  FEM_EXPECTS(inertia.empty() || inertia.size() == static_cast<std::size_t>(W.pressure_offset()),
+              "force: the inertia has {} entries, the velocity {}", inertia.size(), W.pressure_offset());
+  std::array<double, 3> f{};
+  for (index_t n : nodes)
+    for (int k = 0; k < dim; ++k) {
+      const auto i = static_cast<std::size_t>(n * dim + k);
+      f[static_cast<std::size_t>(k)] -= F[i] + (inertia.empty() ? 0.0 : inertia[i]);
+    }
+  return f;
+}
+
+// --- the projection scheme --------------------------------------------------------------------
+
+namespace {
+
+// A scalar system with constrained nodes: the matrix as assembled (for the lift) and its key in
+// the store, constrained (rows and columns zeroed but for the diagonal).
+struct Constrained {
+  std::string key;
+  std::shared_ptr<solve::LinearSolver> solver;
+};
+
+}  // namespace
+
+struct ProjectionStepper::Impl {
+  std::unique_ptr<assembly::FunctionSpace> scalar;  // P2, the velocity's nodes
+  std::shared_ptr<const CsrMatrix> M, K, A;         // ρ-mass, μ-Laplacian, M/dt + ½K (unconstrained)
+  std::shared_ptr<solve::LinearSolver> pressure;
+  std::string pressure_key;
+  // The velocity's components grouped by their constrained nodes.
+  struct Group {
+    std::vector<int> components;
+    std::vector<index_t> nodes;  // constrained scalar nodes
+    std::vector<std::size_t>
+        values;  // where each (node, component) value sits in the DOF list, per component
+    Constrained tentative, correction;
+  };
+  std::vector<Group> groups;
+  std::vector<double> g, convection_prev;
+  bool have_prev = false;
+};
+
+namespace {
+
+CsrMatrix constrained(const CsrMatrix& A, const std::vector<index_t>& nodes) {
+  std::vector<double> values(A.values().begin(), A.values().end()),
+      b(static_cast<std::size_t>(A.rows()), 0.0);
+  assembly::apply_dirichlet({nodes, std::vector<double>(nodes.size(), 0.0), {}}, A.pattern(), values, b);
+  return CsrMatrix(A.pattern_ptr(), std::move(values));
+}
+
+}  // namespace
+
+ProjectionStepper::ProjectionStepper(Store& store, Projection problem, double dt, std::vector<double> w0,
+                                     double t0)
+    : store_(store),
+      p_(std::move(problem)),
+      dt_(dt),
+      t_(t0),
+      w_(std::move(w0)),
+      impl_(std::make_unique<Impl>()) {
+  FEM_EXPECTS(p_.W != nullptr, "projection '{}': no mixed space", p_.name);
+  FEM_EXPECTS(std::isfinite(dt) && dt > 0, "projection '{}': dt is {}; a positive step", p_.name, dt);
+  FEM_EXPECTS(p_.viscosity > 0 && p_.density > 0,
+              "projection '{}': viscosity {} and density {} must be positive", p_.name, p_.viscosity,
+              p_.density);
+  const MixedSpace& W = *p_.W;
+  FEM_EXPECTS(w_.size() == static_cast<std::size_t>(W.num_dofs()),
+              "projection '{}': w0 has {} entries, the space {}", p_.name, w_.size(), W.num_dofs());
+  FEM_EXPECTS(std::is_sorted(p_.velocity.dofs.begin(), p_.velocity.dofs.end()),
+              "projection '{}': the constrained velocity DOFs must be sorted", p_.name);
+  Impl& s = *impl_;
+  const std::string& mesh_key = W.velocity().mesh_key();
+  s.scalar = std::make_unique<assembly::FunctionSpace>(mesh_key, 2, 1, store_);
+  const assembly::Assembler scalar(*s.scalar), pressure(W.pressure());
+  s.M = std::make_shared<const CsrMatrix>(scalar.matrix(assembly::Mass{p_.density}));
+  s.K = std::make_shared<const CsrMatrix>(scalar.matrix(assembly::Diffusion{p_.viscosity}));
+  std::vector<double> a(s.M->nnz());
+  for (std::size_t e = 0; e < a.size(); ++e) a[e] = s.M->values()[e] / dt + 0.5 * s.K->values()[e];
+  s.A = std::make_shared<const CsrMatrix>(s.M->pattern_ptr(), std::move(a));
+  const auto make_solver = [&](const std::string& key, CsrMatrix matrix) {
+    store_.put(key, std::move(matrix));
+    auto solver = std::shared_ptr<solve::LinearSolver>(solve::make_solver(p_.linear));
+    solver->factorize(store_, key);
+    return solver;
+  };
+  // The groups of components with the same constrained nodes.
+  const int dim = W.dim();
+  std::vector<std::vector<index_t>> nodes(static_cast<std::size_t>(dim));
+  std::vector<std::vector<std::size_t>> where(static_cast<std::size_t>(dim));
+  for (std::size_t i = 0; i < p_.velocity.dofs.size(); ++i) {
+    const index_t d = p_.velocity.dofs[i];
+    FEM_EXPECTS(d >= 0 && d < W.pressure_offset(),
+                "projection '{}': constrained DOF {} is not a velocity DOF", p_.name, d);
+    nodes[static_cast<std::size_t>(d % dim)].push_back(d / dim);
+    where[static_cast<std::size_t>(d % dim)].push_back(i);
+  }
+  for (int k = 0; k < dim; ++k) {
+    auto it = std::find_if(s.groups.begin(), s.groups.end(), [&](const Impl::Group& g) {
+      return g.nodes == nodes[static_cast<std::size_t>(k)];
+    });
+    if (it == s.groups.end()) {
+      Impl::Group g;
+      g.nodes = nodes[static_cast<std::size_t>(k)];
+      const auto id = s.groups.size();
+      g.tentative.key = fmt::format("{}/tentative/{}", p_.name, id);
+      g.correction.key = fmt::format("{}/correction/{}", p_.name, id);
+      g.tentative.solver = make_solver(g.tentative.key, constrained(*s.A, g.nodes));
+      g.correction.solver = make_solver(g.correction.key, constrained(*s.M, g.nodes));
+      s.groups.push_back(std::move(g));
+      it = s.groups.end() - 1;
+    }
+    it->components.push_back(k);
+    it->values.insert(it->values.end(), where[static_cast<std::size_t>(k)].begin(),
+                      where[static_cast<std::size_t>(k)].end());
+  }
+  // The pressure correction's Laplacian, φ = 0 at the outflow (else its constants are free).
+  s.pressure_key = p_.name + "/pressure";
+  s.pressure =
+      make_solver(s.pressure_key, constrained(pressure.matrix(assembly::Diffusion{}), p_.pressure_dofs));
+  s.g.assign(p_.velocity.dofs.size(), 0.0);
+  inertia_.assign(static_cast<std::size_t>(W.pressure_offset()), 0.0);
+}
+
+ProjectionStepper::~ProjectionStepper() = default;
+
+index_t ProjectionStepper::matrices() const noexcept {
+  return static_cast<index_t>(2 * impl_->groups.size() + 1);
+}
+
+void ProjectionStepper::step() {
+  Impl& s = *impl_;
+  const MixedSpace& W = *p_.W;
+  const int dim = W.dim();
+  const auto n = static_cast<std::size_t>(s.scalar->num_dofs());
+  const auto nv = static_cast<std::size_t>(W.pressure_offset()), nw = w_.size();
+  const double t1 = t_ + dt_, rho = p_.density;
+  std::vector<double> tmp(nw), F(nw);
+  // The explicit terms: Cⁿ, and −∫pⁿ div v − ∫f v at t_{n+½}.
+  std::vector<double> conv(nw, 0.0);
+  if (p_.convection) {
+    std::copy_n(w_.begin(), nv, tmp.begin());
+    std::fill(tmp.begin() + static_cast<std::ptrdiff_t>(nv), tmp.end(), 0.0);
+    assembly::flow_into(W, {.viscosity = 0, .density = rho, .convection = true}, tmp, {}, conv);
+  }
+  std::fill(tmp.begin(), tmp.begin() + static_cast<std::ptrdiff_t>(nv), 0.0);
+  std::copy(w_.begin() + static_cast<std::ptrdiff_t>(nv), w_.end(),
+            tmp.begin() + static_cast<std::ptrdiff_t>(nv));
+  Flow explicit_terms{.viscosity = 0};
+  const double t_half = t_ + dt_ / 2;
+  if (p_.body_force)
+    explicit_terms.body_force = [&](const double* x, double* f) { p_.body_force(t_half, x, f); };
+  std::fill(F.begin(), F.end(), 0.0);
+  assembly::flow_into(W, explicit_terms, tmp, {}, F);
+  // rhs_v = −(3/2 Cⁿ − ½ Cⁿ⁻¹) − F_v (AB2; forward Euler the first step).
+  std::vector<double> rhs(nv);
+  for (std::size_t i = 0; i < nv; ++i) {
+    const double c = s.have_prev ? 1.5 * conv[i] - 0.5 * s.convection_prev[i] : conv[i];
+    rhs[i] = -c - F[i];
+  }
+  s.convection_prev.swap(conv);
+  s.have_prev = p_.convection;
+  if (p_.velocity.values) p_.velocity.values(t1, s.g);
+
+  // Solves group by group: B (n × components, column-major) from `right` per component, the
+  // lift of g(t1) with the unconstrained `A`, then X into `out` (interleaved).
+  const auto solve_velocity = [&](const CsrMatrix& A, bool tentative, const std::vector<double>& from,
+                                  const std::vector<double>& right, std::vector<double>& out) {
+    std::vector<double> uk(n), Mu(n), Ku(n);
+    for (auto& g : s.groups) {
+      const std::size_t nk = g.components.size();
+      std::vector<double> B(n * nk), X(n * nk), x0(n);
+      for (std::size_t c = 0; c < nk; ++c) {
+        const int k = g.components[c];
+        double* b = &B[c * n];
+        for (std::size_t i = 0; i < n; ++i)
+          uk[i] = from[i * static_cast<std::size_t>(dim) + static_cast<std::size_t>(k)];
+        if (tentative) {  // (M/dt − ½K) uⁿ
+          s.M->multiply(uk, Mu);
+          s.K->multiply(uk, Ku);
+          for (std::size_t i = 0; i < n; ++i) b[i] = Mu[i] / dt_ - 0.5 * Ku[i];
+        } else {  // M u*
+          s.M->multiply(uk, Mu);
+          for (std::size_t i = 0; i < n; ++i) b[i] = Mu[i];
+        }
+        for (std::size_t i = 0; i < n; ++i)
+          b[i] += right[i * static_cast<std::size_t>(dim) + static_cast<std::size_t>(k)];
+        // The lift: b −= A x0 with x0 = g on the constrained nodes, then b = A_ii g_i there.
+        std::fill(x0.begin(), x0.end(), 0.0);
+        const std::size_t first = c * g.nodes.size();
+        for (std::size_t j = 0; j < g.nodes.size(); ++j)
+          x0[static_cast<std::size_t>(g.nodes[j])] = s.g[g.values[first + j]];
+        A.multiply(x0, Mu);
+        for (std::size_t i = 0; i < n; ++i) b[i] -= Mu[i];
+        for (index_t node : g.nodes) {
+          const auto e = A.pattern().find(node, node);
+          b[static_cast<std::size_t>(node)] =
+              A.values()[static_cast<std::size_t>(e)] * x0[static_cast<std::size_t>(node)];
+        }
+      }
+      auto& system = tentative ? g.tentative : g.correction;
+      system.solver->factorize(store_, system.key);  // cached: a lookup
+      solve::require(system.solver->solve(B, X, static_cast<index_t>(nk)));
+      for (std::size_t c = 0; c < nk; ++c)
+        for (std::size_t i = 0; i < n; ++i)
+          out[i * static_cast<std::size_t>(dim) + static_cast<std::size_t>(g.components[c])] = X[c * n + i];
+    }
+  };
+  // 1. The tentative velocity.
+  std::vector<double> u_star(nv);
+  solve_velocity(*s.A, true, w_, rhs, u_star);
+  // 2. The pressure increment: K_p φ = −(ρ/dt) ∫ q div u* = (ρ/dt) F_q(u*).
+  std::copy(u_star.begin(), u_star.end(), tmp.begin());
+  std::fill(tmp.begin() + static_cast<std::ptrdiff_t>(nv), tmp.end(), 0.0);
+  std::fill(F.begin(), F.end(), 0.0);
+  assembly::flow_into(W, {.viscosity = 0}, tmp, {}, F);
+  const std::size_t np = nw - nv;
+  std::vector<double> bp(np), phi(np);
+  for (std::size_t i = 0; i < np; ++i) bp[i] = rho / dt_ * F[nv + i];
+  for (index_t d : p_.pressure_dofs) bp[static_cast<std::size_t>(d)] = 0.0;
+  s.pressure->factorize(store_, s.pressure_key);
+  solve::require(s.pressure->solve(bp, phi));
+  // 3. The correction: M u^{n+1} = M u* − dt ∫∇φ·v, with ∫∇φ·v = −∫φ div v on the rows that are
+  //    not constrained (v = 0 on the walls, φ = 0 at the outflow).
+  std::fill(tmp.begin(), tmp.begin() + static_cast<std::ptrdiff_t>(nv), 0.0);
+  std::copy(phi.begin(), phi.end(), tmp.begin() + static_cast<std::ptrdiff_t>(nv));
+  std::fill(F.begin(), F.end(), 0.0);
+  assembly::flow_into(W, {.viscosity = 0}, tmp, {}, F);  // F_v = −∫φ div v
+  for (std::size_t i = 0; i < nv; ++i) rhs[i] = -dt_ * F[i];
+  std::vector<double> u_next(nv);
+  solve_velocity(*s.M, false, u_star, rhs, u_next);
+  // The inertia of the step, M (u^{n+1} − uⁿ)/dt, for force().
+  std::vector<double> du(n), Mdu(n);
+  for (int k = 0; k < dim; ++k) {
+    for (std::size_t i = 0; i < n; ++i)
+      du[i] = (u_next[i * static_cast<std::size_t>(dim) + static_cast<std::size_t>(k)] -
+               w_[i * static_cast<std::size_t>(dim) + static_cast<std::size_t>(k)]) /
+              dt_;
+    s.M->multiply(du, Mdu);
+    for (std::size_t i = 0; i < n; ++i)
+      inertia_[i * static_cast<std::size_t>(dim) + static_cast<std::size_t>(k)] = Mdu[i];
+  }
+  std::copy(u_next.begin(), u_next.end(), w_.begin());
+  for (std::size_t i = 0; i < np; ++i) w_[nv + i] += phi[i];
+  t_ = t1;
+  ++steps_;
+}
+
+}  // namespace fem::flow
