@@ -225,7 +225,8 @@ void add_dynamics(CLI::App& app) {
   cmd->add_option("--initial-displacement", o->initial_displacement,
                   "u at t = 0: EXPR,EXPR[,EXPR] (default 0)");
   cmd->add_option("--initial-velocity", o->initial_velocity, "u̇ at t = 0: EXPR,EXPR[,EXPR] (default 0)");
-  cmd->add_option("--probe", o->probes, "record the displacement at the node nearest x,y[,z] every step")
+  cmd->add_option("--probe", o->probes,
+                  "record the displacement at x,y[,z] (interpolated in its cell) every step")
       ->allow_extra_args(false);
   cmd->add_option("--output", o->common.output, "write FILE.pvd: displacement frames (3 components)");
   cmd->add_option("--every", o->every, "write a frame every K steps (0, the default: about 10 frames)")

@@ -630,10 +630,13 @@ namespace fem::app {
 Probes::Probes(const Run& run, const std::vector<std::string>& points, int components)
     : run_(&run), components_(components) {
   const auto& V = run.space();
-  const auto coords = V.dofmap().coordinates;
   const int gdim = run.mesh().gdim();
   const Processes& group = run.layout().processes();
-  const auto nodes = static_cast<index_t>(V.dofmap().num_nodes);
+  if (points.empty()) return;
+  if (V.components() != components)
+    throw Error(
+        fmt::format("--probe: a field of {} components on a space of {}", components, V.components()));
+  std::vector<double> coordinates;
   for (const auto& text : points) {
     Probe p;
     std::vector<double> xs;
@@ -653,36 +656,42 @@ Probes::Probes(const Run& run, const std::vector<std::string>& points, int compo
     if (static_cast<int>(xs.size()) != gdim)
       throw Error(fmt::format("--probe '{}': {} coordinate(s) for a mesh in {}D", text, xs.size(), gdim));
     for (int d = 0; d < gdim; ++d) p.point[static_cast<std::size_t>(d)] = xs[static_cast<std::size_t>(d)];
-    // The nearest node this process owns, then the nearest over the processes (ties: lowest rank).
-    double best = std::numeric_limits<double>::infinity();
-    index_t best_node = -1;
-    for (index_t i = 0; i < nodes; ++i) {
-      if (!run.layout().owns(i * components)) continue;
-      double d2 = 0;
-      for (int d = 0; d < gdim; ++d) {
-        const double diff = coords[static_cast<std::size_t>(i * gdim + d)] - xs[static_cast<std::size_t>(d)];
-        d2 += diff * diff;
-      }
-      if (d2 < best) best = d2, best_node = i;
-    }
-    const double global = -group.max(-best);
-    const int winner =
-        static_cast<int>(-group.max(best == global ? -static_cast<double>(group.rank()) : -1e9));
-    if (group.rank() == winner) p.local = best_node;
-    for (int d = 0; d < gdim; ++d)
-      p.node[static_cast<std::size_t>(d)] =
-          group.sum(p.local >= 0 ? coords[static_cast<std::size_t>(p.local * gdim + d)] : 0.0);
+    coordinates.insert(coordinates.end(), xs.begin(), xs.end());
     probes_.push_back(std::move(p));
+  }
+  // Each process finds the points in its part; the lowest rank that holds a point gives its value.
+  assembly::PointEvaluator::Options options;
+  options.require_all = false;
+  evaluator_.emplace(V, coordinates, options);
+  const auto size = static_cast<double>(group.size());
+  for (std::size_t i = 0; i < probes_.size(); ++i) {
+    const bool found = evaluator_->found(static_cast<index_t>(i));
+    const double lowest = -group.max(found ? -static_cast<double>(group.rank()) : -size);
+    if (lowest >= size) {
+      const auto [lo, hi] = run.mesh().bounding_box();
+      std::string span;
+      for (int d = 0; d < gdim; ++d)
+        span += fmt::format("{}[{}, {}]", d ? " × " : "", group.min(lo[static_cast<std::size_t>(d)]),
+                            group.max(hi[static_cast<std::size_t>(d)]));
+      throw Error(
+          fmt::format("--probe '{}': the point lies in no cell of the mesh (none within {} of a cell's "
+                      "size; the mesh spans {})",
+                      points[i], options.tolerance, span));
+    }
+    probes_[i].here = static_cast<double>(group.rank()) == lowest;
   }
 }
 
 void Probes::record(double t, std::span<const double> u) {
   const Processes& group = run_->layout().processes();
-  for (auto& p : probes_) {
+  std::vector<double> local(static_cast<std::size_t>(components_));
+  for (std::size_t i = 0; i < probes_.size(); ++i) {
+    auto& p = probes_[i];
+    std::fill(local.begin(), local.end(), 0.0);
+    if (p.here) evaluator_->value(u, static_cast<index_t>(i), local);
     std::vector<double> v(static_cast<std::size_t>(components_));
     for (int c = 0; c < components_; ++c)
-      v[static_cast<std::size_t>(c)] =
-          group.sum(p.local >= 0 ? u[static_cast<std::size_t>(p.local * components_ + c)] : 0.0);
+      v[static_cast<std::size_t>(c)] = group.sum(local[static_cast<std::size_t>(c)]);
     p.times.push_back(t);
     p.values.push_back(std::move(v));
   }
@@ -693,7 +702,6 @@ nlohmann::json Probes::json() const {
   const int gdim = run_->mesh().gdim();
   for (const auto& p : probes_)
     j.push_back({{"point", std::vector<double>(p.point.begin(), p.point.begin() + gdim)},
-                 {"node", std::vector<double>(p.node.begin(), p.node.begin() + gdim)},
                  {"times", p.times},
                  {"values", p.values}});
   return j;

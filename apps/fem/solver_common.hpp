@@ -75,9 +75,10 @@ std::vector<std::optional<Expression>> vector_expression(const Run& run, const s
 /// A function from the components of a vector expression (none of them free).
 assembly::VectorFunction vector_function(const std::vector<std::optional<Expression>>& components);
 
-/// `--probe x,y[,z]` of the time-stepping drivers: the field at the mesh node nearest each point
-/// (on every process, the one nearest over all of them) at every recorded time. JSON:
-/// {"point", "node", "times", "values": [[components...], ...]}.
+/// `--probe x,y[,z]` of the time-stepping drivers: the field interpolated at each point in the
+/// cell that contains it (assembly::PointEvaluator; on many processes, by the lowest rank whose
+/// part holds the point), at every recorded time. A point in no cell is an error naming it.
+/// JSON: {"point", "times", "values": [[components...], ...]}.
 class Probes {
  public:
   Probes(const Run& run, const std::vector<std::string>& points, int components);
@@ -88,13 +89,14 @@ class Probes {
 
  private:
   struct Probe {
-    std::array<double, 3> point{}, node{};
-    index_t local = -1;  // the local node on the process that holds it, else -1
+    std::array<double, 3> point{};
+    bool here = false;  // this process gives its value (the lowest rank whose part holds it)
     std::vector<double> times;
     std::vector<std::vector<double>> values;
   };
   const Run* run_;
   int components_;
+  std::optional<assembly::PointEvaluator> evaluator_;  // the points, in this process's part
   std::vector<Probe> probes_;
 };
 

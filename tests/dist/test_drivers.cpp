@@ -236,6 +236,36 @@ TEST(Drivers, DynamicsIsTheSerialRun) {
     for (int c = 0; c < 2; ++c) EXPECT_NEAR(pa[i][c], pb[i][c], 1e-10) << i;
 }
 
+// --probe under mpirun: each point's value from the lowest rank whose part holds it (a point on
+// an interface between parts counted once), interpolated in its cell: u = x (steady) at points
+// between and on the nodes all over the square, on 2 and 3 processes. A point in no process's part
+// is one error and a non-zero exit, not a wait.
+TEST(Drivers, ProbesAreInterpolatedByTheLowestRankThatHoldsThePoint) {
+  std::string probes;
+  for (int i = 0; i <= 6; ++i)
+    for (int j = 0; j <= 8; ++j)
+      probes += " --probe " + std::to_string(i / 6.0) + "," + std::to_string(j / 8.0);
+  const std::string args =
+      "heat gen:square-tri3:8 --dirichlet left=0 --dirichlet right=1 --initial x --dt 1 --steps 2 -q" +
+      probes;
+  for (int ranks : {2, 3}) {
+    const auto j = scratch("probes_np" + std::to_string(ranks) + ".json");
+    const Outcome r = fem(ranks, args + " --json " + j.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const auto d = json(j);
+    EXPECT_EQ(d["ranks"], ranks);
+    ASSERT_EQ(d["probes"].size(), 63u);
+    for (const auto& p : d["probes"])
+      for (const auto& v : p["values"])
+        EXPECT_NEAR(v[0].get<double>(), p["point"][0].get<double>(), 1e-10)
+            << p["point"].dump() << " on " << ranks;
+  }
+  const Outcome outside = fem(2, "heat gen:square-tri3:8 --dt 1 --steps 2 --probe 0.5,1.5 -q");
+  EXPECT_EQ(outside.status, 1);
+  EXPECT_NE(outside.output.find("--probe '0.5,1.5': the point lies in no cell"), std::string::npos)
+      << outside.output;
+}
+
 TEST(Drivers, HeatFactorizesOnceAndEndsWhereTheSerialRunEnds) {
   for (const std::string scheme : {"be", "cn", "bdf2"}) {
     SCOPED_TRACE(scheme);
