@@ -24,7 +24,7 @@ namespace {
 struct HeatOptions {
   CommonOptions common;
   std::vector<std::string> coefficients, capacity, dirichlet, neumann, probes;
-  std::string source, initial = "0", exact;
+  std::string source, initial = "0", exact, law;
   double dt = 0;
   int steps = 0, every = 0;
   std::string scheme = "be";
@@ -67,7 +67,8 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
                      const std::vector<assembly::Neumann>& neumann, const std::vector<Expression>& keep_k,
                      const std::vector<Expression>& keep_dirichlet,
                      const std::vector<Expression>& keep_neumann,
-                     const std::optional<std::filesystem::path>& pvd, int every) {
+                     const std::optional<std::filesystem::path>& pvd, int every,
+                     const std::optional<Law>& law) {
   const assembly::Assembler& a = *run.assembler();
   const assembly::FunctionSpace& V = a.space();
   Stopwatch w;
@@ -80,7 +81,10 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
   set_time(keep_k, 0.0);
   run.local([&] {
     a.matrix_into(assembly::Mass{capacity}, mass);
-    a.matrix_into(assembly::Diffusion{k}, stiffness);
+    if (!law)
+      a.matrix_into(assembly::Diffusion{k}, stiffness);  // a k(u) is all in N(u)
+    else
+      std::fill(stiffness.begin(), stiffness.end(), 0.0);
     u = assembly::interpolate(V, initial->function());
   });
   Store& store = run.store();
@@ -102,6 +106,19 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
       set_time(keep_k, t);
       run.local([&] { a.matrix_into(assembly::Diffusion{k}, values); });
     };
+  // A k(u): N(u) = −div(k(u)∇u), each step by Newton with a lagged Jacobian (one factorization
+  // for as long as the lagged iterations converge fast).
+  std::shared_ptr<const assembly::NonlinearForm> form;
+  if (law) {
+    form = std::make_shared<const assembly::NonlinearForm>(assembly::quasilinear(
+        [&](double u) { return (*law)(u); }, [&](double u) { return law->derivative(u); }, nullptr));
+    p.nonlinear.residual = [&](double, std::span<const double> x, std::span<double> N) {
+      run.local([&] { a.residual_into(*form, x, N); });
+    };
+    p.nonlinear.jacobian = [&](double, std::span<const double> x, std::span<double> values) {
+      run.local([&] { a.jacobian_into(*form, x, values); });
+    };
+  }
   // The data: assembled at each time the scheme asks for when they depend on t, once otherwise.
   const auto assemble_load = [&](double t, std::span<double> f) {
     if (source) source->set_time(t);
@@ -143,6 +160,7 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
   to.tolerance = o.adaptive;
   to.dt_min = o.dt_min > 0 ? o.dt_min : o.dt / 1024;
   to.dt_max = o.dt_max > 0 ? o.dt_max : std::numeric_limits<double>::infinity();
+  to.newton.lagging = newton::Lagging::adaptive();
   run.t.assemble = w.seconds();
 
   const double t_end = o.steps * o.dt;
@@ -201,6 +219,10 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
   j["solution"].update(range_json(range));
   if (exact) j["error"] = error_json(err);
   if (!probes.empty()) j["probes"] = probes.json();
+  if (law)
+    j["newton"] = {{"iterations", r.newton_iterations},
+                   {"jacobian_refreshes", r.jacobians},
+                   {"failed_steps", r.newton_failures}};
   if (series) j["output"] = series->path().string(), j["frames"] = series->frames();
   run.write_json(j);
   if (!run.prints()) return;
@@ -213,11 +235,17 @@ void heat_by_schemes(const HeatOptions& o, Run& run, const assembly::Coefficient
         r.scheme, stepper.t(), r.accepted, r.rejected, r.dt_min, r.dt_max, o.adaptive);
   else
     fmt::print(out, "time        {}: {} steps of {} to t = {}\n", r.scheme, r.accepted, o.dt, stepper.t());
+  if (law)
+    fmt::print(out,
+               "newton      k(u) = {}: {} iterations, {} Jacobians factorized, {} steps retried at half dt\n",
+               law->text(), r.newton_iterations, r.jacobians, r.newton_failures);
   fmt::print(out, "factorize   {:.4f} s: {}; {} solves {:.4f} s in all ({:.2e} s each)\n", run.t.factorize,
-             k_uses_t ? fmt::format("{} factorizations (k depends on t: one per step)",
-                                    store.counter("solve.factorizations"))
-                      : fmt::format("{} matri{} for {} step size{}", r.systems, r.systems == 1 ? "x" : "ces",
-                                    r.distinct_dts.size(), r.distinct_dts.size() == 1 ? "" : "s"),
+             law ? fmt::format("{} Jacobians (lagged across steps)", r.jacobians)
+             : k_uses_t
+                 ? fmt::format("{} factorizations (k depends on t: one per step)",
+                               store.counter("solve.factorizations"))
+                 : fmt::format("{} matri{} for {} step size{}", r.systems, r.systems == 1 ? "x" : "ces",
+                               r.distinct_dts.size(), r.distinct_dts.size() == 1 ? "" : "s"),
              r.solves, run.t.solve, run.t.solve / std::max<index_t>(1, r.solves));
   fmt::print(out, "solution    at t = {}: min {:.6g}, max {:.6g}\n", stepper.t(), range.first, range.second);
   if (exact) print_errors(out, err);
@@ -238,19 +266,25 @@ void run_heat(const HeatOptions& o) {
   std::vector<assembly::Neumann> neumann;
   assembly::Coefficient k, capacity;
   std::vector<Expression> keep_capacity;
+  std::optional<Law> law;
   run.local([&] {
     capacity = coefficient(run, o.capacity, keep_capacity, "--capacity", 1.0, Admissible::positive("ρc"));
     if (!o.source.empty()) source = expression(run, "--source", o.source);
     initial = expression(run, "--initial", o.initial);
     if (!o.exact.empty()) exact = expression(run, "--exact", o.exact);
     k = coefficient(run, o.coefficients, keep_k);
+    if (!o.law.empty()) {
+      if (!o.coefficients.empty())
+        throw Error("--conductivity-law gives k(u) everywhere: it replaces --coefficient (give one of them)");
+      law.emplace("--conductivity-law", o.law, Admissible::positive("k(u)"));
+    }
     dirichlet = dirichlet_conditions(run, o.dirichlet, keep_dirichlet);
     neumann = neumann_conditions(run, o.neumann, keep_neumann);
   });
   const int every = o.every > 0 ? o.every : std::max(1, o.steps / 10);
   run.make_space(1, /*spd=*/true);
   heat_by_schemes(o, run, k, capacity, source, initial, exact, dirichlet, neumann, keep_k, keep_dirichlet,
-                  keep_neumann, pvd, every);
+                  keep_neumann, pvd, every, law);
 }
 
 }  // namespace
@@ -302,6 +336,10 @@ void add_heat(CLI::App& app) {
   cmd->add_option("--probe", o->probes,
                   "record u at the node nearest x,y[,z] after every step (JSON probes; k constant in t)")
       ->allow_extra_args(false);
+  cmd->add_option(
+      "--conductivity-law", o->law,
+      "k as an expression in u, e.g. '1+u^2' (−div(k(u) ∇u); replaces --coefficient): each step by "
+      "Newton, its Jacobian lagged across steps");
   cmd->add_option("--capacity", o->capacity, "ρc per cell tag: TAG=VALUE (ρc u_t − div(k ∇u) = f); default 1")
       ->allow_extra_args(false);
   cmd->callback([o] { run_heat(*o); });

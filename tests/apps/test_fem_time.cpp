@@ -52,6 +52,36 @@ TEST(FemHeatSchemes, OneMatrixPerStepSize) {
   EXPECT_NEAR(std::log2(ratio), std::round(std::log2(ratio)), 1e-9) << "steps on a ladder dt·2^k";
 }
 
+// k(u) = 1 + u² on the same u: f = −u (1 + 10 e^{−2t}). Each step by Newton, its Jacobian lagged
+// across steps; Crank–Nicolson keeps order 2. A constant law is the linear run.
+TEST(FemHeatSchemes, AConductivityInUIsSolvedByNewtonAndKeepsTheOrder) {
+  const auto dir = temp_dir();
+  const std::string nonlinear =
+      " --initial '1+x+2*y' --source '-(1+x+2*y)*exp(-t)*(1+10*exp(-2*t))' --dirichlet "
+      "'all=(1+x+2*y)*exp(-t)' "
+      "--exact '(1+x+2*y)*exp(-t)' --conductivity-law '1+u^2' -q";
+  const auto run = [&](double dt, int steps) {
+    return run_json("heat gen:square-tri3:8 --scheme cn --dt " + std::to_string(dt) + " --steps " +
+                        std::to_string(steps) + nonlinear,
+                    dir);
+  };
+  const auto coarse = run(0.1, 10), fine = run(0.05, 20);
+  EXPECT_NEAR(std::log2(coarse["error"]["l2"].get<double>() / fine["error"]["l2"].get<double>()), 2.0, 0.15);
+  EXPECT_EQ(fine["newton"]["failed_steps"], 0);
+  EXPECT_GE(fine["newton"]["iterations"].get<int>(), 20);
+  EXPECT_LT(fine["newton"]["jacobian_refreshes"].get<int>(), 20);  // lagged across steps
+  EXPECT_EQ(fine["cache"]["symbolic_analyses"], 1);
+  EXPECT_EQ(fine["cache"]["factorizations"], fine["newton"]["jacobian_refreshes"]);
+
+  const std::string heat = "heat gen:square-tri3:8 --dt 0.05 --steps 4 --initial 'sin(pi*x)*sin(pi*y)' -q ";
+  const auto linear = run_json(heat + "--coefficient all=2", dir),
+             law = run_json(heat + "--conductivity-law 2", dir);
+  EXPECT_NEAR(law["solution"]["max"].get<double>(), linear["solution"]["max"].get<double>(), 1e-9);
+  expect_one_line_naming(fem_run(heat + "--conductivity-law '1+x'", dir), "--conductivity-law");
+  expect_one_line_naming(fem_run(heat + "--conductivity-law 'u-10'", dir), "--conductivity-law");
+  expect_one_line_naming(fem_run(heat + "--conductivity-law 2 --coefficient all=1", dir), "--coefficient");
+}
+
 TEST(FemHeatSchemes, ACoefficientInTimeAndTheRefusals) {
   const auto dir = temp_dir();
   // A k in t: every scheme, a new matrix (a refactorization) every step.
