@@ -26,6 +26,9 @@ void add_elasticity(CLI::App& app);
 void add_modes(CLI::App& app);
 /// Registers `fem dynamics` (dynamics.cpp).
 void add_dynamics(CLI::App& app);
+/// Registers `fem stokes` and `fem navier-stokes` (flow.cpp).
+void add_stokes(CLI::App& app);
+void add_navier_stokes(CLI::App& app);
 
 /// "fem 0.1.0 (Release build; with cuda petsc suitesparse metis python)": `fem --version`.
 std::string version_text();

@@ -46,6 +46,8 @@ int main(int argc, char** argv) {
   fem::app::add_elasticity(app);
   fem::app::add_modes(app);
   fem::app::add_dynamics(app);
+  fem::app::add_stokes(app);
+  fem::app::add_navier_stokes(app);
   namespace dist = fem::dist;
   try {
     // MPI + PETSc when launched by mpirun on several processes, or asked for a PETSc solver.

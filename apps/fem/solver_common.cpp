@@ -342,6 +342,12 @@ Run::Run(const CommonOptions& options, const char* command, const std::string& e
   mesh_ = store_->get<Mesh>(mesh_key_);
 }
 
+void Run::adopt_space(const assembly::FunctionSpace& V, std::shared_ptr<solve::LinearSolver> solver) {
+  V_.emplace(V);
+  layout_ = dist::layout(*V_);
+  solver_ = std::move(solver);
+}
+
 void Run::make_space(int components, bool spd, const solve::Options& base) {
   const auto shown = progress_->phase("connectivity");
   Stopwatch w;

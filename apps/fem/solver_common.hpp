@@ -30,6 +30,7 @@ namespace fem::app {
 
 using expression::Admissible;
 using expression::Expression;
+using expression::Law;
 
 /// One `TAG=EXPR` option value split at the first '=' (TAG: a physical name, a number or "all").
 struct TaggedExpression {
@@ -166,6 +167,9 @@ class Run {
   /// The space of `components`, its assembler, layout and solver (timed as connectivity); `spd`:
   /// the matrices are symmetric positive definite (Cholesky, CG for the distributed solvers).
   void make_space(int components, bool spd, const solve::Options& base = {});
+  /// A space made elsewhere (a mixed space's velocity: fem stokes) and the solver the run's
+  /// summary reports: no assembler of its own; serial only.
+  void adopt_space(const assembly::FunctionSpace& V, std::shared_ptr<solve::LinearSolver> solver);
   const assembly::FunctionSpace& space() const noexcept { return *V_; }
   const std::shared_ptr<const assembly::Assembler>& assembler() const noexcept { return assembler_; }
   const Layout& layout() const noexcept { return *layout_; }

@@ -21,9 +21,9 @@ std::string checked_mesh(const std::string& key, Store& store) {
   FEM_EXPECTS(t == CellType::tri3 || t == CellType::quad4 || t == CellType::tet4,
               "Taylor–Hood on mesh '{}': its cells are {}; the mixed space needs first-order triangles, "
               "quadrilaterals or tetrahedra",
-              key, cell_info(t).name);
-  FEM_EXPECTS(mesh->gdim() == mesh->tdim(), "Taylor–Hood on mesh '{}': a {}D mesh in {}D coordinates", key,
-              mesh->tdim(), mesh->gdim());
+              mesh->source(), cell_info(t).name);
+  FEM_EXPECTS(mesh->gdim() == mesh->tdim(), "Taylor–Hood on mesh '{}': a {}D mesh in {}D coordinates",
+              mesh->source(), mesh->tdim(), mesh->gdim());
   return key;
 }
 

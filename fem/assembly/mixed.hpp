@@ -85,6 +85,19 @@ struct Flow {
   bool symmetric_gradient = false;  ///< 2ν ε(u):ε(v) (tractions are physical at an outflow)
   Linearization linearization = Linearization::newton;
   VectorFunction body_force;  ///< f (dim components); null: none
+
+  /// Stokes flow of viscosity μ; Navier–Stokes of viscosity μ and density ρ.
+  static Flow stokes(double viscosity) {
+    Flow f;
+    f.viscosity = viscosity;
+    return f;
+  }
+  static Flow navier_stokes(double viscosity, double density = 1.0) {
+    Flow f = stokes(viscosity);
+    f.density = density;
+    f.convection = true;
+    return f;
+  }
 };
 
 /// The residual F(w) added into F and the Jacobian ∂F/∂w at w written into `values` (zeroed

@@ -77,7 +77,32 @@ struct Constrained {
 
 }  // namespace
 
+// The velocity–pressure block of the Stokes matrix, G = [−∫ψ_m ∂_k φ_a] (velocity rows, pressure
+// columns): G p is −∫p div v and Gᵀu is −∫q div u, products instead of cell loops in every step.
+struct Gradient {
+  std::vector<index_t> offsets, columns;
+  std::vector<double> values;
+  index_t columns_count = 0;
+  void multiply(std::span<const double> p, std::span<double> out) const {  // out = G p
+    for (std::size_t r = 0; r + 1 < offsets.size(); ++r) {
+      double s = 0;
+      for (index_t e = offsets[r]; e < offsets[r + 1]; ++e)
+        s += values[static_cast<std::size_t>(e)] *
+             p[static_cast<std::size_t>(columns[static_cast<std::size_t>(e)])];
+      out[r] = s;
+    }
+  }
+  void multiply_transpose(std::span<const double> u, std::span<double> out) const {  // out = Gᵀu
+    std::fill(out.begin(), out.end(), 0.0);
+    for (std::size_t r = 0; r + 1 < offsets.size(); ++r)
+      for (index_t e = offsets[r]; e < offsets[r + 1]; ++e)
+        out[static_cast<std::size_t>(columns[static_cast<std::size_t>(e)])] +=
+            values[static_cast<std::size_t>(e)] * u[r];
+  }
+};
+
 struct ProjectionStepper::Impl {
+  Gradient G;
   std::unique_ptr<assembly::FunctionSpace> scalar;  // P2, the velocity's nodes
   std::shared_ptr<const CsrMatrix> M, K, A;         // ρ-mass, μ-Laplacian, M/dt + ½K (unconstrained)
   std::shared_ptr<solve::LinearSolver> pressure;
@@ -139,6 +164,24 @@ ProjectionStepper::ProjectionStepper(Store& store, Projection problem, double dt
     solver->factorize(store_, key);
     return solver;
   };
+  // G from the Stokes matrix's velocity rows (its pressure columns), assembled once.
+  {
+    std::vector<double> stokes(static_cast<std::size_t>(W.pattern()->nnz()));
+    std::vector<double> zero(static_cast<std::size_t>(W.num_dofs()), 0.0);
+    assembly::flow_into(W, Flow::stokes(1), zero, stokes, {});
+    const auto& pat = *W.pattern();
+    const index_t off = W.pressure_offset();
+    s.G.offsets.assign(1, 0);
+    for (index_t r = 0; r < off; ++r) {
+      for (index_t e = pat.row_offsets()[r]; e < pat.row_offsets()[r + 1]; ++e)
+        if (const index_t c = pat.col_indices()[e]; c >= off) {
+          s.G.columns.push_back(c - off);
+          s.G.values.push_back(stokes[static_cast<std::size_t>(e)]);
+        }
+      s.G.offsets.push_back(static_cast<index_t>(s.G.columns.size()));
+    }
+    s.G.columns_count = W.num_pressure_dofs();
+  }
   // The groups of components with the same constrained nodes.
   const int dim = W.dim();
   std::vector<std::vector<index_t>> nodes(static_cast<std::size_t>(dim));
@@ -190,29 +233,28 @@ void ProjectionStepper::step() {
   const auto n = static_cast<std::size_t>(s.scalar->num_dofs());
   const auto nv = static_cast<std::size_t>(W.pressure_offset()), nw = w_.size();
   const double t1 = t_ + dt_, rho = p_.density;
-  std::vector<double> tmp(nw), F(nw);
-  // The explicit terms: Cⁿ, and −∫pⁿ div v − ∫f v at t_{n+½}.
-  std::vector<double> conv(nw, 0.0);
+  const std::size_t np = nw - nv;
+  const auto pn = std::span<const double>(w_).subspan(nv);
+  // The explicit terms: Cⁿ (a cell loop), ∫pⁿ div v = −G pⁿ, and ∫f v at t_{n+½}.
+  std::vector<double> tmp(nw, 0.0), conv(nw, 0.0), rhs(nv);
   if (p_.convection) {
     std::copy_n(w_.begin(), nv, tmp.begin());
-    std::fill(tmp.begin() + static_cast<std::ptrdiff_t>(nv), tmp.end(), 0.0);
-    assembly::flow_into(W, {.viscosity = 0, .density = rho, .convection = true}, tmp, {}, conv);
+    assembly::flow_into(W, Flow::navier_stokes(0, rho), tmp, {}, conv);
   }
-  std::fill(tmp.begin(), tmp.begin() + static_cast<std::ptrdiff_t>(nv), 0.0);
-  std::copy(w_.begin() + static_cast<std::ptrdiff_t>(nv), w_.end(),
-            tmp.begin() + static_cast<std::ptrdiff_t>(nv));
-  Flow explicit_terms{.viscosity = 0};
-  const double t_half = t_ + dt_ / 2;
-  if (p_.body_force)
-    explicit_terms.body_force = [&](const double* x, double* f) { p_.body_force(t_half, x, f); };
-  std::fill(F.begin(), F.end(), 0.0);
-  assembly::flow_into(W, explicit_terms, tmp, {}, F);
-  // rhs_v = −(3/2 Cⁿ − ½ Cⁿ⁻¹) − F_v (AB2; forward Euler the first step).
-  std::vector<double> rhs(nv);
-  for (std::size_t i = 0; i < nv; ++i) {
-    const double c = s.have_prev ? 1.5 * conv[i] - 0.5 * s.convection_prev[i] : conv[i];
-    rhs[i] = -c - F[i];
+  s.G.multiply(pn, rhs);
+  for (double& v : rhs) v = -v;
+  if (p_.body_force) {
+    std::vector<double> F(nw, 0.0);
+    const double t_half = t_ + dt_ / 2;
+    std::fill(tmp.begin(), tmp.end(), 0.0);
+    Flow load = Flow::stokes(0);
+    load.body_force = [&](const double* x, double* f) { p_.body_force(t_half, x, f); };
+    assembly::flow_into(W, load, tmp, {}, F);  // −∫f v
+    for (std::size_t i = 0; i < nv; ++i) rhs[i] -= F[i];
   }
+  // rhs −= 3/2 Cⁿ − ½ Cⁿ⁻¹ (Adams–Bashforth 2; forward Euler the first step).
+  for (std::size_t i = 0; i < nv; ++i)
+    rhs[i] -= s.have_prev ? 1.5 * conv[i] - 0.5 * s.convection_prev[i] : conv[i];
   s.convection_prev.swap(conv);
   s.have_prev = p_.convection;
   if (p_.velocity.values) p_.velocity.values(t1, s.g);
@@ -264,24 +306,17 @@ void ProjectionStepper::step() {
   // 1. The tentative velocity.
   std::vector<double> u_star(nv);
   solve_velocity(*s.A, true, w_, rhs, u_star);
-  // 2. The pressure increment: K_p φ = −(ρ/dt) ∫ q div u* = (ρ/dt) F_q(u*).
-  std::copy(u_star.begin(), u_star.end(), tmp.begin());
-  std::fill(tmp.begin() + static_cast<std::ptrdiff_t>(nv), tmp.end(), 0.0);
-  std::fill(F.begin(), F.end(), 0.0);
-  assembly::flow_into(W, {.viscosity = 0}, tmp, {}, F);
-  const std::size_t np = nw - nv;
+  // 2. The pressure increment: K_p φ = −(ρ/dt) ∫ q div u* = (ρ/dt) Gᵀu*.
   std::vector<double> bp(np), phi(np);
-  for (std::size_t i = 0; i < np; ++i) bp[i] = rho / dt_ * F[nv + i];
+  s.G.multiply_transpose(u_star, bp);
+  for (double& v : bp) v *= rho / dt_;
   for (index_t d : p_.pressure_dofs) bp[static_cast<std::size_t>(d)] = 0.0;
   s.pressure->factorize(store_, s.pressure_key);
   solve::require(s.pressure->solve(bp, phi));
-  // 3. The correction: M u^{n+1} = M u* − dt ∫∇φ·v, with ∫∇φ·v = −∫φ div v on the rows that are
-  //    not constrained (v = 0 on the walls, φ = 0 at the outflow).
-  std::fill(tmp.begin(), tmp.begin() + static_cast<std::ptrdiff_t>(nv), 0.0);
-  std::copy(phi.begin(), phi.end(), tmp.begin() + static_cast<std::ptrdiff_t>(nv));
-  std::fill(F.begin(), F.end(), 0.0);
-  assembly::flow_into(W, {.viscosity = 0}, tmp, {}, F);  // F_v = −∫φ div v
-  for (std::size_t i = 0; i < nv; ++i) rhs[i] = -dt_ * F[i];
+  // 3. The correction: M u^{n+1} = M u* − dt ∫∇φ·v, with ∫∇φ·v = −∫φ div v = G φ on the rows
+  //    that are not constrained (v = 0 on the walls, φ = 0 at the outflow).
+  s.G.multiply(phi, rhs);
+  for (double& v : rhs) v *= -dt_;
   std::vector<double> u_next(nv);
   solve_velocity(*s.M, false, u_star, rhs, u_next);
   // The inertia of the step, M (u^{n+1} − uⁿ)/dt, for force().

@@ -4,7 +4,7 @@ is strict enough to catch a broken contract.
 
     json_schema.py FEM_EXECUTABLE
 
-Runs info, partition, poisson, heat, nonlinear, elasticity, modes and dynamics serially (plain runs and the
+Runs info, partition, poisson, heat, nonlinear, elasticity, modes, dynamics, stokes and navier-stokes serially (plain runs and the
 variants that add fields: --exact, --output, a singular system, --continuation, a Newton run that
 does not converge, 3D, order 2, plane stress, --device debug-device, a distributed solver on one
 process when fem has PETSc), and one `mpirun -n 2` poisson run when mpirun is there. Each document
@@ -90,6 +90,13 @@ runs = [
                   "--steps", "5", "--probe", "1,1", "--output", os.path.join(work, "dyn.pvd")], {0}),
     ("dynamics", ["dynamics", "gen:cube-tet4:2", "--fixed", "left", "--traction", "right=0,0,sin(t)", "--scheme",
                   "galpha", "--rho-inf", "0.5", "--rayleigh", "0.1,0.01", "--dt", "0.1", "--steps", "3"], {0}),
+    ("flow", ["stokes", "gen:square-tri3:6", "--velocity", "all=y*(1-y),0", "--exact", "y*(1-y),0",
+              "--exact-pressure", "-2*x", "--output", os.path.join(work, "stokes.vtu")], {0}),
+    ("flow", ["navier-stokes", "gen:square-tri3:8", "--velocity", "all=0,0", "--velocity", "top=1,0",
+              "--viscosity", "0.01", "--drag", "top", "--pressure-difference", "0.5,0.2:0.5,0.8"], {0}),
+    ("flow", ["navier-stokes", "gen:square-tri3:6", "--velocity", "left=y*(1-y),0", "--velocity", "top=0,0",
+              "--velocity", "bottom=0,0", "--outflow", "right", "--dt", "0.05", "--steps", "3", "--drag", "bottom",
+              "--output", os.path.join(work, "ns.pvd")], {0}),
     ("modes", ["modes", "gen:square-tri3:16", "--count", "4", "--dirichlet", "all=0"], {0}),
     ("modes", ["modes", "gen:square-quad4:12", "--count", "3", "--range", "40:200", "--dirichlet", "all=0",
                "--output", os.path.join(work, "m.pvd")], {0}),

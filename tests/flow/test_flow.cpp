@@ -75,7 +75,7 @@ TEST_F(TaylorHood, PoiseuilleIsExactToRounding) {
     const auto bc = velocity_bc(*W, exact);
     std::vector<double> w(static_cast<std::size_t>(W->num_dofs()), 0.0);
     set_dirichlet(bc, w);
-    auto problem = fem::newton::flow_problem(W, {.viscosity = nu}, bc, true, "stokes");
+    auto problem = fem::newton::flow_problem(W, fem::assembly::Flow::stokes(nu), bc, true, "stokes");
     const auto r = fem::newton::solve(problem, w, options());
     ASSERT_TRUE(r.converged) << fem::newton::to_string(r.reason);
     EXPECT_EQ(r.iterations, 1);  // linear
@@ -102,10 +102,11 @@ TEST_F(TaylorHood, TheFreePressureConstantDoesNotDependOnThePinnedDof) {
     u[0] = x[1] > 1 - 1e-12 ? 16 * x[0] * x[0] * (1 - x[0]) * (1 - x[0]) : 0;
     u[1] = 0;
   };
-  fem::assembly::Flow flow{.viscosity = 1, .body_force = [](const double* x, double* f) {
-                             f[0] = std::sin(3 * x[1]);
-                             f[1] = x[0] * x[0];
-                           }};
+  auto flow = fem::assembly::Flow::stokes(1);
+  flow.body_force = [](const double* x, double* f) {
+    f[0] = std::sin(3 * x[1]);
+    f[1] = x[0] * x[0];
+  };
   const auto bc = velocity_bc(*W, lid);
   std::vector<double> w(static_cast<std::size_t>(W->num_dofs()), 0.0);
   set_dirichlet(bc, w);
@@ -158,7 +159,7 @@ TEST_F(TaylorHood, KovasznayConvergesAtTheTaylorHoodRates) {
     std::vector<double> w(static_cast<std::size_t>(W->num_dofs()), 0.0);
     set_dirichlet(bc, w);
     const auto analyses = s.counter("solve.symbolic_analyses");
-    auto problem = fem::newton::flow_problem(W, {.viscosity = 1 / re, .convection = true}, bc, true, "ns");
+    auto problem = fem::newton::flow_problem(W, fem::assembly::Flow::navier_stokes(1 / re), bc, true, "ns");
     const auto r = fem::newton::solve(problem, w, options());
     ASSERT_TRUE(r.converged) << fem::newton::to_string(r.reason) << " n = " << n << ": " << r.message;
     EXPECT_LE(r.iterations, 8);
@@ -191,7 +192,7 @@ TEST_F(TaylorHood, PicardThenNewtonShareOneSymbolicAnalysis) {
   o.newton = options();
   o.picard_steps = 4;
   const auto r =
-      fem::flow::solve_steady(W, {.viscosity = 1.0 / 400, .convection = true}, bc, true, w, o, "cavity");
+      fem::flow::solve_steady(W, fem::assembly::Flow::navier_stokes(1.0 / 400), bc, true, w, o, "cavity");
   ASSERT_TRUE(r.converged()) << fem::newton::to_string(r.newton.reason);
   EXPECT_EQ(r.picard.iterations, 4);
   EXPECT_LE(r.newton.iterations, 6);
@@ -234,8 +235,11 @@ TEST_F(TaylorHood, ProjectionSettlesOnPoiseuilleFactorizingOnce) {
   for (index_t i = 0; i < W->num_pressure_dofs(); ++i)
     if (pc[static_cast<std::size_t>(2 * i)] > 4 - 1e-12) outlet.push_back(i);
   const double mu = 0.5;
-  fem::flow::Projection p{
-      .W = W, .viscosity = mu, .density = 1, .velocity = velocity, .pressure_dofs = outlet};
+  fem::flow::Projection p;
+  p.W = W;
+  p.viscosity = mu;
+  p.velocity = velocity;
+  p.pressure_dofs = outlet;
   fem::flow::ProjectionStepper stepper(s, p, 0.05,
                                        std::vector<double>(static_cast<std::size_t>(W->num_dofs()), 0.0));
   EXPECT_EQ(stepper.matrices(), 3);  // both components share their constrained nodes

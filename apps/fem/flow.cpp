@@ -1,0 +1,402 @@
+// fem stokes and fem navier-stokes: incompressible flow on Taylor–Hood elements through
+// libfem_flow (docs/flow.md). Steady flow by Picard steps then Newton on the block matrix (every
+// Jacobian on one symbolic analysis); unsteady flow (--dt, --steps) by the incremental
+// pressure-correction scheme, whose three matrices are factorized once for the whole run.
+//   fem stokes gen:square-tri3:32 --velocity all=0,0 --velocity top=1,0
+//   fem navier-stokes meshes/cylinder2d_v41.msh --viscosity 1e-3 --velocity inlet='4*1.5*y*(0.41-y)/0.41^2',0
+//       --velocity walls=0,0 --velocity cylinder=0,0 --outflow outlet --drag cylinder
+//   fem navier-stokes ... --dt 0.001 --steps 8000 --output out/ns.pvd
+#include "fem/flow/flow.hpp"
+
+#include <fmt/core.h>
+
+#include <cmath>
+#include <memory>
+
+#include "commands.hpp"
+#include "fem/dist/runtime.hpp"
+#include "solver_common.hpp"
+
+namespace fem::app {
+namespace {
+
+struct FlowOptions {
+  CommonOptions common;
+  bool navier_stokes = false;
+  double viscosity = 1, density = 1;
+  std::vector<std::string> velocity, outflow, probes;
+  std::string body_force, drag, pressure_difference, exact, exact_pressure;
+  bool symmetric = false;
+  int picard = 3, max_iterations = 30;
+  double dt = 0;
+  int steps = 0, every = 0;
+};
+
+// "X1,Y1:X2,Y2" → two points of gdim coordinates.
+std::vector<double> two_points(const std::string& text, int gdim) {
+  const auto colon = text.find(':');
+  std::vector<double> xs;
+  const auto parse = [&](const std::string& part) {
+    std::size_t start = 0;
+    int count = 0;
+    for (;;) {
+      const auto comma = part.find(',', start);
+      const std::string item =
+          part.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      try {
+        std::size_t used = 0;
+        xs.push_back(std::stod(item, &used));
+        if (used != item.size()) throw std::invalid_argument("");
+      } catch (const std::exception&) {
+        throw Error(
+            fmt::format("--pressure-difference '{}': '{}' is not a number (give X1,Y1:X2,Y2)", text, item));
+      }
+      ++count;
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    if (count != gdim)
+      throw Error(
+          fmt::format("--pressure-difference '{}': {} coordinate(s) for a mesh in {}D", text, count, gdim));
+  };
+  if (colon == std::string::npos)
+    throw Error(fmt::format("--pressure-difference '{}': give two points X1,Y1:X2,Y2", text));
+  parse(text.substr(0, colon));
+  parse(text.substr(colon + 1));
+  return xs;
+}
+
+void run_flow(const FlowOptions& o) {
+  const char* name = o.navier_stokes ? "navier-stokes" : "stokes";
+  const bool unsteady = o.steps > 0;
+  if (unsteady && !o.navier_stokes) throw Error("--dt and --steps are for fem navier-stokes (unsteady flow)");
+  if ((o.dt > 0) != unsteady) throw Error("--dt and --steps go together (unsteady flow)");
+  const auto pvd = o.common.output.empty() || !unsteady
+                       ? std::nullopt
+                       : std::optional(std::filesystem::path(o.common.output));
+  if (pvd) prepare_output("--output", pvd->string(), ".pvd", "a time series");
+  Run run(o.common, name, unsteady ? "" : ".vtu",
+          unsteady ? "" : "VTU (a .vtu file: point data velocity and pressure)");
+  run.time_stepped = unsteady;  // velocity data and forces in t
+  if (dist::processes().size() > 1)
+    throw Error(
+        fmt::format("{}: the distributed path is not built for flow yet; run it on one process", name));
+  const Mesh& mesh = run.mesh();
+  const int dim = mesh.tdim();
+  if (o.velocity.empty()) throw Error("--velocity TAG=EXPR,...: give the velocity on the walls and inflow");
+
+  std::vector<assembly::Dirichlet> conditions;
+  std::vector<int> outflow_tags;
+  std::vector<Expression> keep;
+  std::optional<assembly::VectorFunction> body_force, exact, exact_pressure;
+  std::vector<Expression> timed;  // expressions in t, set per step
+  run.local([&] {
+    for (const auto& [tag, expr] : tagged_values(mesh, "--velocity", o.velocity)) {
+      const auto where = facets(mesh, "--velocity", tag);
+      auto parts = vector_expression(run, "--velocity " + tag, expr, dim, true);
+      for (int k = 0; k < dim; ++k)
+        if (parts[static_cast<std::size_t>(k)]) {
+          timed.push_back(*parts[static_cast<std::size_t>(k)]);
+          conditions.push_back({where, parts[static_cast<std::size_t>(k)]->function(), k});
+        }
+    }
+    for (const auto& tag : o.outflow) outflow_tags.push_back(facet_tag(mesh, "--outflow", tag));
+    if (!o.body_force.empty()) {
+      auto parts = vector_expression(run, "--body-force", o.body_force, dim);
+      for (auto& p : parts) timed.push_back(*p);
+      body_force = vector_function(parts);
+    }
+    if (!o.exact.empty()) exact = vector_function(vector_expression(run, "--exact", o.exact, dim));
+    if (!o.exact_pressure.empty())
+      exact_pressure = vector_function(vector_expression(run, "--exact-pressure", o.exact_pressure, 1));
+  });
+  const auto set_time = [&](double t) {
+    for (const auto& e : timed) e.set_time(t);
+  };
+  set_time(0.0);
+
+  Stopwatch w;
+  auto W = std::make_shared<const assembly::MixedSpace>(run.mesh_key(), run.store());
+  solve::Options linear;
+  linear.backend =
+      o.common.solver == "auto" ? solve::Backend::umfpack : solve::backend_from_name(o.common.solver);
+  linear.ordering = solve::ordering_from_name(o.common.ordering, "--ordering");
+  linear.compatibility_tolerance = o.common.compatibility_tolerance;
+  auto solver = std::shared_ptr<solve::LinearSolver>(solve::make_solver(linear));
+  run.adopt_space(W->velocity(), solver);
+  run.t.connectivity = w.seconds();
+  w = Stopwatch();
+  const auto bc = assembly::dirichlet_values(W->velocity(), conditions);
+  run.constrained_dofs = static_cast<std::int64_t>(bc.dofs.size());
+  const bool free_pressure = outflow_tags.empty();
+  assembly::Flow flow = o.navier_stokes ? assembly::Flow::navier_stokes(o.viscosity, o.density)
+                                        : assembly::Flow::stokes(o.viscosity);
+  flow.density = o.density;
+  flow.symmetric_gradient = o.symmetric;
+  if (body_force) flow.body_force = *body_force;
+  std::vector<index_t> drag_nodes;
+  if (!o.drag.empty()) drag_nodes = flow::boundary_nodes(W->velocity(), {facet_tag(mesh, "--drag", o.drag)});
+  std::optional<assembly::PointEvaluator> pressure_points;
+  if (!o.pressure_difference.empty())
+    pressure_points.emplace(W->pressure(), two_points(o.pressure_difference, mesh.gdim()));
+  run.t.assemble = w.seconds();
+
+  std::vector<double> state(static_cast<std::size_t>(W->num_dofs()), 0.0);
+  nlohmann::json flow_json;
+  const auto functionals = [&](std::span<const double> x, std::span<const double> inertia,
+                               nlohmann::json& out, bool list) {
+    const auto put = [&](const char* key, double v) {
+      if (list)
+        out[key].push_back(v);
+      else
+        out[key] = v;
+    };
+    if (!drag_nodes.empty()) {
+      const auto f = flow::force(*W, flow, x, drag_nodes, inertia);
+      put("drag", f[0]);
+      put("lift", f[1]);
+    }
+    if (pressure_points) {
+      const auto p = pressure_points->evaluate(W->pressure_part(x));
+      put("pressure_difference", p[0] - p[1]);
+    }
+  };
+  std::optional<flow::SteadyResult> steady;
+  std::optional<flow::ProjectionStepper> stepper;
+  std::optional<dist::Series> series;
+  const auto nodal = [&](std::span<const double> x) {
+    require_finite(x, fmt::format("{}: the velocity and pressure", name));
+    return std::pair{assembly::mesh_node_values(W->velocity(), W->velocity_part(x), 3),
+                     assembly::mesh_node_values(W->pressure(), W->pressure_part(x))};
+  };
+  if (!unsteady) {
+    flow::SteadyOptions so;
+    so.picard_steps = o.picard;
+    so.newton.linear = linear;
+    so.newton.max_iterations = o.max_iterations;
+    if (run.prints() && o.navier_stokes) so.newton.monitor = newton::text_monitor(run.out());
+    steady = flow::solve_steady(W, flow, bc, free_pressure, state, so, name, run.store(), solver);
+    const auto& r = steady->newton;
+    run.t.assemble += r.timings.residual + r.timings.jacobian + steady->picard.timings.residual +
+                      steady->picard.timings.jacobian;
+    run.t.factorize = r.timings.factorization + steady->picard.timings.factorization;
+    run.t.solve =
+        r.timings.solve + r.timings.other + steady->picard.timings.solve + steady->picard.timings.other;
+    functionals(state, {}, flow_json, false);
+  } else {
+    flow::Projection p;
+    p.name = name;
+    p.W = W;
+    p.viscosity = o.viscosity;
+    p.density = o.density;
+    p.convection = true;
+    if (body_force)
+      p.body_force = [&](double t, const double* x, double* f) {
+        set_time(t);
+        (*body_force)(x, f);
+      };
+    p.velocity.dofs = bc.dofs;
+    p.velocity.values = [&](double t, std::span<double> g) {
+      set_time(t);
+      const auto values = assembly::dirichlet_values(W->velocity(), conditions);
+      std::copy(values.values.begin(), values.values.end(), g.begin());
+    };
+    if (!outflow_tags.empty())
+      p.pressure_dofs =
+          assembly::condition_values(W->pressure(), {assembly::FacetSet{outflow_tags}, nullptr}).dofs;
+    p.linear = linear;
+    p.linear.backend = o.common.solver == "auto" ? solve::Backend::automatic : linear.backend;
+    assembly::set_dirichlet(bc, state);
+    if (pvd) series.emplace(*pvd);
+    const int every = o.every > 0 ? o.every : std::max(1, o.steps / 10);
+    const auto frame = [&](double t, std::span<const double> x) {
+      if (!series) return;
+      Stopwatch ww;
+      const auto [u, pr] = nodal(x);
+      const mesh::Field fields[] = {{"velocity", 3, u}, {"pressure", 1, pr}};
+      series->write(t, run.store(), run.mesh_key(), fields);
+      run.t.write += ww.seconds();
+    };
+    Stopwatch ws;
+    const auto before = run.store().counter("solve.factorizations");
+    {
+      const auto shown = run.progress().phase("factorizing");
+      stepper.emplace(run.store(), std::move(p), o.dt, state);
+    }
+    run.t.factorize = ws.seconds();
+    frame(0.0, stepper->w());
+    ws = Stopwatch();
+    for (int s = 1; s <= o.steps; ++s) {
+      stepper->step();
+      flow_json["times"].push_back(stepper->t());
+      functionals(stepper->w(), stepper->inertia(), flow_json, true);
+      if (s % every == 0 || s == o.steps) frame(stepper->t(), stepper->w());
+      run.progress().step(s, o.steps, stepper->t());
+    }
+    run.t.solve = ws.seconds() - run.t.write;
+    flow_json["factorizations_in_steps"] =
+        run.store().counter("solve.factorizations") - before - stepper->matrices();
+    std::copy(stepper->w().begin(), stepper->w().end(), state.begin());
+    if (series) series->commit();
+  }
+
+  // Errors against an exact flow: the pressure's free constant removed when it is free.
+  assembly::Errors velocity_error, pressure_error;
+  if (exact)
+    velocity_error = assembly::errors(assembly::Assembler(W->velocity()), W->velocity_part(state), *exact);
+  if (exact_pressure) {
+    const assembly::Assembler P(W->pressure());
+    std::vector<double> p(W->pressure_part(state).begin(), W->pressure_part(state).end());
+    if (free_pressure) {
+      const auto ip = assembly::interpolate(W->pressure(), *exact_pressure);
+      std::vector<double> d(p.size()), one(p.size(), 1.0);
+      for (std::size_t i = 0; i < p.size(); ++i) d[i] = p[i] - ip[i];
+      const double shift = assembly::integrate(P, d) / assembly::integrate(P, one);
+      for (double& v : p) v -= shift;
+    }
+    pressure_error = assembly::errors(P, p, *exact_pressure);
+  }
+  if (!o.common.output.empty() && !unsteady) {
+    const auto [u, pr] = run.local([&] { return nodal(state); });
+    const mesh::Field points[] = {{"velocity", 3, u}, {"pressure", 1, pr}};
+    run.write(points);
+  }
+  const auto pressure_range = run.layout().range(W->pressure_part(state));
+  double speed = 0;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(W->pressure_offset());
+       i += static_cast<std::size_t>(dim)) {
+    double s2 = 0;
+    for (int k = 0; k < dim; ++k)
+      s2 += state[i + static_cast<std::size_t>(k)] * state[i + static_cast<std::size_t>(k)];
+    speed = std::max(speed, std::sqrt(s2));
+  }
+
+  nlohmann::json j = run.json();
+  j["order"] = 2;
+  j["dofs"] = W->num_dofs();
+  j["space"] = {{"velocity", W->velocity().name()},
+                {"pressure", W->pressure().name()},
+                {"velocity_dofs", W->pressure_offset()},
+                {"pressure_dofs", W->num_pressure_dofs()}};
+  j["solution"] = {{"max_speed", speed},
+                   {"pressure_min", pressure_range.first},
+                   {"pressure_max", pressure_range.second},
+                   {"normalization", free_pressure ? "zero_mean_pressure" : "outflow"}};
+  j["viscosity"] = o.viscosity;
+  j["density"] = o.density;
+  if (steady) {
+    const auto& r = steady->newton;
+    j["newton"] = {{"iterations", r.iterations},
+                   {"converged", r.converged},
+                   {"reason", std::string(newton::to_string(r.reason))},
+                   {"jacobian_refreshes", r.jacobian_refreshes},
+                   {"picard_iterations", steady->picard.iterations},
+                   {"initial_residual_norm", r.initial_residual_norm},
+                   {"residual_norm", r.residual_norm}};
+  } else {
+    j["time"] = {{"scheme", "ipcs"},
+                 {"dt", o.dt},
+                 {"steps", stepper->steps()},
+                 {"final", stepper->t()},
+                 {"matrices", stepper->matrices()}};
+  }
+  if (!flow_json.empty()) j["flow"] = flow_json;
+  if (exact) j["error"] = error_json(velocity_error);
+  if (exact_pressure) j["pressure_error"] = {{"l2", pressure_error.l2}};
+  if (!o.common.output.empty()) j["output"] = o.common.output;
+  if (series) j["frames"] = series->frames();
+  run.write_json(j);
+  if (steady && !steady->converged()) {
+    if (run.prints())
+      fmt::print(run.out(), "{}: Newton did not converge ({})\n", name,
+                 newton::to_string(steady->newton.reason));
+    throw ExitCode{exit_code::numerical};
+  }
+  if (!run.prints()) return;
+  std::FILE* out = run.out();
+  run.print_header(fmt::format(" + {} with {} dofs: {} in all", W->pressure().name(), W->num_pressure_dofs(),
+                               W->num_dofs()));
+  if (free_pressure)
+    fmt::print(out, "pressure    free up to a constant (no --outflow): normalized to zero mean\n");
+  if (steady)
+    fmt::print(out, "newton      {} Picard + {} Newton iterations, {} Jacobians on {} symbolic analysis\n",
+               steady->picard.iterations, steady->newton.iterations,
+               steady->picard.jacobian_refreshes + steady->newton.jacobian_refreshes,
+               steady->picard.symbolic_analyses + steady->newton.symbolic_analyses);
+  else
+    fmt::print(out,
+               "time        ipcs: {} steps of {} to t = {}; {} matrices factorized once, {} in the steps\n",
+               stepper->steps(), o.dt, stepper->t(), stepper->matrices(),
+               flow_json["factorizations_in_steps"].get<std::int64_t>());
+  fmt::print(out, "solution    max |u| {:.6g}, p in [{:.6g}, {:.6g}]\n", speed, pressure_range.first,
+             pressure_range.second);
+  if (!drag_nodes.empty()) {
+    const auto last = [&](const char* key) {
+      return flow_json[key].is_array() ? flow_json[key].back().get<double>() : flow_json[key].get<double>();
+    };
+    fmt::print(out, "force       on {}: drag {:.8g}, lift {:.8g}\n", o.drag, last("drag"), last("lift"));
+  }
+  if (pressure_points) {
+    const auto& v = flow_json["pressure_difference"];
+    fmt::print(out, "pressure    difference {:.8g}\n",
+               v.is_array() ? v.back().get<double>() : v.get<double>());
+  }
+  if (exact)
+    fmt::print(out, "error       velocity L2 {:.6e}, H1 {:.6e}\n", velocity_error.l2, velocity_error.h1);
+  if (exact_pressure) fmt::print(out, "error       pressure L2 {:.6e}\n", pressure_error.l2);
+  if (!o.common.output.empty()) fmt::print(out, "output      {}\n", o.common.output);
+  run.print_timings();
+}
+
+void add_flow_command(CLI::App& app, bool navier_stokes) {
+  auto* cmd = app.add_subcommand(
+      navier_stokes ? "navier-stokes" : "stokes",
+      navier_stokes
+          ? "incompressible Navier–Stokes on Taylor–Hood elements: steady (Picard + Newton) or unsteady "
+            "(--dt, --steps: incremental pressure correction)"
+          : "Stokes flow on Taylor–Hood elements (P2–P1, Q2–Q1): velocity and pressure");
+  auto o = std::make_shared<FlowOptions>();
+  o->navier_stokes = navier_stokes;
+  add_common_options(*cmd, o->common, /*with_order=*/false);
+  add_compatibility_option(*cmd, o->common);
+  cmd->add_option("--viscosity", o->viscosity, "dynamic viscosity μ (the kinematic ν when --density is 1)")
+      ->check(positive_number());
+  cmd->add_option("--density", o->density, "density ρ (default 1)")->check(positive_number());
+  cmd->add_option("--velocity", o->velocity,
+                  "u = EXPR,EXPR[,EXPR] on facets: TAG=... ('all': the whole boundary; 'free': a component "
+                  "not prescribed; expressions in x, y, z and, unsteady, t)")
+      ->allow_extra_args(false);
+  cmd->add_option("--outflow", o->outflow,
+                  "do-nothing outflow on facets TAG (μ∂u/∂n − p n = 0; unsteady: p = 0 there). None: the "
+                  "velocity is given on the whole boundary and p is found with zero mean")
+      ->allow_extra_args(false);
+  cmd->add_option("--body-force", o->body_force, "f as EXPR,EXPR[,EXPR]");
+  cmd->add_flag("--symmetric-gradient", o->symmetric,
+                "viscous term 2μ ε(u):ε(v) instead of μ ∇u:∇v (outflow: zero physical traction)");
+  cmd->add_option("--drag", o->drag,
+                  "the force on facets TAG: flow.drag (x) and flow.lift (y), per unit depth in 2D");
+  cmd->add_option("--pressure-difference", o->pressure_difference,
+                  "X1,Y1:X2,Y2: flow.pressure_difference p(1) − p(2)");
+  cmd->add_option("--exact", o->exact, "exact velocity EXPR,EXPR[,EXPR]: its L2 and H1 errors");
+  cmd->add_option("--exact-pressure", o->exact_pressure,
+                  "exact pressure EXPR: its L2 error (up to a constant when free)");
+  cmd->add_option("--output", o->common.output,
+                  "steady: FILE.vtu with point data velocity and pressure; unsteady: FILE.pvd");
+  if (navier_stokes) {
+    cmd->add_option("--picard", o->picard, "Picard iterations before Newton (default 3)")->check(at_least(0));
+    cmd->add_option("--max-iterations", o->max_iterations, "Newton's iteration limit (default 30)")
+        ->check(at_least(1));
+    cmd->add_option("--dt", o->dt, "unsteady: the time step")->check(positive_number());
+    cmd->add_option("--steps", o->steps, "unsteady: the number of steps")->check(at_least(1));
+    cmd->add_option("--every", o->every, "unsteady: a frame every K steps (default: about 10 frames)")
+        ->check(at_least(0));
+  }
+  cmd->callback([o] { run_flow(*o); });
+}
+
+}  // namespace
+
+void add_stokes(CLI::App& app) { add_flow_command(app, false); }
+void add_navier_stokes(CLI::App& app) { add_flow_command(app, true); }
+
+}  // namespace fem::app
