@@ -188,9 +188,10 @@ void flow_into(const MixedSpace& W, const Flow& flow, std::span<const double> w,
   std::fill(values.begin(), values.end(), 0.0);
   const int dim = W.dim();
   const bool convection = flow.convection && flow.density != 0;
-  const double nu = flow.viscosity, rho = flow.density;
+  const double rho = flow.density;
   const auto& slots = W.plan().connectivity.element_slots;
   const auto dofs = W.cell_dofs();
+  const auto tags = W.mesh().cell_tags();
   for_each_cell(
       W, flow_degree(W), [&](index_t c, const std::vector<Point>& points, const Table& U, const Table& P) {
         thread_local std::vector<double> A, R, x;
@@ -218,6 +219,10 @@ void flow_into(const MixedSpace& W, const Flow& flow, std::span<const double> w,
           double div = 0;
           for (int k = 0; k < dim; ++k) div += G[k][k];
           const double wq = pt.weight;
+          double nu = flow.viscosity, kappa_inv = flow.compressibility;
+          if (flow.material)
+            flow.material(c, tags.empty() ? 0 : tags[static_cast<std::size_t>(c)], pt.x.data(), &nu,
+                          &kappa_inv);
           // Residual.
           for (int a = 0; a < nu_; ++a)
             for (int k = 0; k < dim; ++k) {
@@ -235,9 +240,15 @@ void flow_into(const MixedSpace& W, const Flow& flow, std::span<const double> w,
               r -= f[k] * phi[a];
               R[static_cast<std::size_t>(a * dim + k)] += wq * r;
             }
-          for (int m = 0; m < P.n; ++m) R[static_cast<std::size_t>(pofs + m)] -= wq * psi[m] * div;
+          for (int m = 0; m < P.n; ++m)
+            R[static_cast<std::size_t>(pofs + m)] -= wq * psi[m] * (div + kappa_inv * p);
           if (A.empty()) continue;
           // Jacobian.
+          if (kappa_inv != 0)
+            for (int m = 0; m < P.n; ++m)
+              for (int l = 0; l < P.n; ++l)
+                A[static_cast<std::size_t>(pofs + m) * n + static_cast<std::size_t>(pofs + l)] -=
+                    wq * kappa_inv * psi[m] * psi[l];
           for (int a = 0; a < nu_; ++a) {
             const double* ga = g + a * dim;
             for (int b = 0; b < nu_; ++b) {
@@ -273,6 +284,46 @@ void flow_into(const MixedSpace& W, const Flow& flow, std::span<const double> w,
           for (std::size_t e = 0; e < n * n; ++e) values[static_cast<std::size_t>(s[e])] += A[e];
         }
       });
+}
+
+std::vector<double> up_cell_stress(const MixedSpace& W, const Flow& flow, std::span<const double> w) {
+  FEM_EXPECTS(w.size() == static_cast<std::size_t>(W.num_dofs()),
+              "up_cell_stress: w has {} entries, the space {}", w.size(), W.num_dofs());
+  const int dim = W.dim();
+  const auto n = static_cast<std::size_t>(W.dofs_per_cell());
+  std::vector<double> stress(static_cast<std::size_t>(W.mesh().num_cells()) * 6, 0.0);
+  const auto dofs = W.cell_dofs();
+  const auto tags = W.mesh().cell_tags();
+  for_each_cell(W, 2, [&](index_t c, const std::vector<Point>& points, const Table& U, const Table& P) {
+    const index_t* cd = &dofs[static_cast<std::size_t>(c) * n];
+    double sum[6] = {}, area = 0;
+    for (int q = 0; q < U.nq; ++q) {
+      const Point& pt = points[static_cast<std::size_t>(q)];
+      double G[3][3] = {}, p = 0;
+      for (int a = 0; a < U.n; ++a)
+        for (int k = 0; k < dim; ++k) {
+          const double xa = w[static_cast<std::size_t>(cd[a * dim + k])];
+          for (int j = 0; j < dim; ++j) G[k][j] += xa * pt.g[static_cast<std::size_t>(a * dim + j)];
+        }
+      for (int m = 0; m < P.n; ++m)
+        p += w[static_cast<std::size_t>(cd[U.n * dim + m])] * P.phi[static_cast<std::size_t>(q * P.n + m)];
+      double mu = flow.viscosity, unused = 0;
+      if (flow.material)
+        flow.material(c, tags.empty() ? 0 : tags[static_cast<std::size_t>(c)], pt.x.data(), &mu, &unused);
+      const auto s = [&](int i, int j) { return mu * (G[i][j] + G[j][i]) - (i == j ? p : 0.0); };
+      const double v[6] = {s(0, 0),
+                           s(1, 1),
+                           dim == 3 ? s(2, 2) : -p,
+                           s(0, 1),
+                           dim == 3 ? s(1, 2) : 0.0,
+                           dim == 3 ? s(0, 2) : 0.0};
+      for (int k = 0; k < 6; ++k) sum[k] += pt.weight * v[k];
+      area += pt.weight;
+    }
+    for (int k = 0; k < 6; ++k)
+      stress[static_cast<std::size_t>(c) * 6 + static_cast<std::size_t>(k)] = sum[k] / area;
+  });
+  return stress;
 }
 
 void velocity_mass_into(const MixedSpace& W, double density, std::span<double> values) {

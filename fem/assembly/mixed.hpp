@@ -10,6 +10,7 @@
 //   fem::assembly::flow_into(W, flow, w, J, F);                 // F(w) and ∂F/∂w at w
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -85,6 +86,12 @@ struct Flow {
   bool symmetric_gradient = false;  ///< 2ν ε(u):ε(v) (tractions are physical at an outflow)
   Linearization linearization = Linearization::newton;
   VectorFunction body_force;  ///< f (dim components); null: none
+  /// 1/κ of a nearly incompressible material: the continuity residual becomes
+  /// F_q = −∫ q div u − ∫ (1/κ) p q (u–p elasticity: κ = λ, p = −λ div u). 0: incompressible.
+  double compressibility = 0;
+  /// Values of μ and 1/κ per point (materials per cell tag, in x): replaces viscosity and
+  /// compressibility where set. (cell, its tag, x) → mu, compressibility.
+  std::function<void(index_t cell, int tag, const double* x, double* mu, double* compressibility)> material;
 
   /// Stokes flow of viscosity μ; Navier–Stokes of viscosity μ and density ρ.
   static Flow stokes(double viscosity) {
@@ -98,7 +105,20 @@ struct Flow {
     f.convection = true;
     return f;
   }
+  /// Mixed (u–p) linear elasticity: ∫2μ ε(u):ε(v) − ∫p div v, −∫q div u − ∫p q/λ; the stress is
+  /// σ = 2μ ε(u) − p I. It does not lock as λ/μ → ∞ (ν → ½), where displacement-only P1 does.
+  static Flow up_elasticity(double mu, double lambda) {
+    Flow f = stokes(mu);
+    f.symmetric_gradient = true;
+    f.compressibility = 1 / lambda;
+    return f;
+  }
 };
+
+/// The stress of a u–p displacement and pressure w, σ = 2μ ε(u) − p I averaged over each cell: 6
+/// values per cell in VTK's order xx, yy, zz, xy, yz, xz (2D: σzz = −p, plane strain; yz = xz = 0).
+/// μ from flow.material where set, else flow.viscosity.
+std::vector<double> up_cell_stress(const MixedSpace& W, const Flow& flow, std::span<const double> w);
 
 /// The residual F(w) added into F and the Jacobian ∂F/∂w at w written into `values` (zeroed
 /// first; the pattern of W.pattern()); either may be empty. For Stokes the Jacobian is the
