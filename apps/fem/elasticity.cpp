@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "fem/assembly/mixed.hpp"
 #include "fem/norm.hpp"
 #include "solver_common.hpp"
 
@@ -26,7 +27,120 @@ struct ElasticityOptions {
   std::vector<std::string> young, poisson, fixed, dirichlet, traction;
   std::string body_force, exact;
   std::string plane;  // "strain" or "stress" (2D only); empty: not given, plane strain
+  std::string formulation = "displacement";
 };
+
+// --formulation up: displacement and pressure on Taylor–Hood (fem/assembly/mixed.hpp), which does
+// not lock as ν → ½. The same options and outputs, with the pressure p = −λ div u added.
+void run_up(const ElasticityOptions& o, Run& run, const assembly::Elasticity& material,
+            const std::vector<assembly::Dirichlet>& dirichlet,
+            const std::vector<assembly::Neumann>& tractions,
+            const std::optional<assembly::VectorFunction>& body_force,
+            const std::optional<assembly::VectorFunction>& exact, bool plane_stress) {
+  if (dist::processes().size() > 1)
+    throw Error("--formulation up: the distributed path is not built for it yet; run it on one process");
+  if (o.common.order != 1)
+    throw Error("--formulation up uses Taylor–Hood (P2 displacement, P1 pressure): --order does not apply");
+  const Mesh& mesh = run.mesh();
+  const int dim = mesh.tdim();
+  Stopwatch w;
+  auto W = std::make_shared<const assembly::MixedSpace>(run.mesh_key(), run.store());
+  solve::Options linear;
+  linear.backend =
+      o.common.solver == "auto" ? solve::Backend::umfpack : solve::backend_from_name(o.common.solver);
+  linear.ordering = solve::ordering_from_name(o.common.ordering, "--ordering");
+  auto solver = std::shared_ptr<solve::LinearSolver>(solve::make_solver(linear));
+  run.adopt_space(W->velocity(), solver);
+  run.t.connectivity = w.seconds();
+
+  w = Stopwatch();
+  const auto E = material.young.resolved(mesh, "--E"), nu = material.poisson.resolved(mesh, "--nu");
+  assembly::Flow flow = assembly::Flow::up_elasticity(1, 1);
+  flow.material = [E, nu, plane_stress](index_t cell, int tag, const double* x, double* mu,
+                                        double* inv_lambda) {
+    const double e = E(cell, tag, x), v = nu(cell, tag, x);
+    *mu = e / (2 * (1 + v));
+    double lambda = e * v / ((1 + v) * (1 - 2 * v));
+    if (plane_stress) lambda = 2 * lambda * *mu / (lambda + 2 * *mu);
+    *inv_lambda = 1 / lambda;
+  };
+  if (body_force) flow.body_force = *body_force;
+  const auto n = static_cast<std::size_t>(W->num_dofs());
+  std::vector<double> values = prefaulted_vector<double>(W->pattern()->nnz()), b(n, 0.0), zero(n, 0.0);
+  assembly::flow_into(*W, flow, zero, values, b);  // b = F(0) = −∫f·v
+  for (double& v : b) v = -v;
+  std::vector<double> traction(static_cast<std::size_t>(W->pressure_offset()), 0.0);
+  assembly::assemble_neumann(W->velocity(), tractions, traction);
+  for (std::size_t i = 0; i < traction.size(); ++i) b[i] += traction[i];
+  const auto bc = assembly::dirichlet_values(W->velocity(), dirichlet);
+  run.constrained_dofs = static_cast<std::int64_t>(bc.dofs.size());
+  assembly::apply_dirichlet(bc, *W->pattern(), values, b);
+  run.store().put("elasticity/A", CsrMatrix(W->pattern(), std::move(values)));
+  run.t.assemble = w.seconds();
+  w = Stopwatch();
+  solver->factorize(run.store(), "elasticity/A");
+  run.t.factorize = w.seconds();
+  w = Stopwatch();
+  std::vector<double> x(n);
+  solve::require(solver->solve(b, x));
+  run.t.solve = w.seconds();
+
+  w = Stopwatch();
+  const std::vector<double> stress = assembly::up_cell_stress(*W, flow, x);
+  const std::vector<double> mises = assembly::von_mises(stress);
+  assembly::Errors err;
+  if (exact) err = assembly::errors(assembly::Assembler(W->velocity()), W->velocity_part(x), *exact);
+  const assembly::Locking locking = assembly::locking(W->velocity(), material);
+  run.t.assemble += w.seconds();
+  const auto nodes = static_cast<std::size_t>(W->velocity().dofmap().num_nodes);
+  std::vector<double> magnitude(nodes), component(nodes);
+  std::vector<std::pair<double, double>> ranges;
+  for (std::size_t i = 0; i < nodes; ++i)
+    magnitude[i] = norm2(std::span<const double>(x).subspan(i * dim, static_cast<std::size_t>(dim)));
+  for (int k = 0; k < dim; ++k) {
+    for (std::size_t i = 0; i < nodes; ++i) component[i] = x[i * dim + k];
+    ranges.push_back(run.layout().range(component));
+  }
+  const auto pressure_range = run.layout().range(W->pressure_part(x));
+  const auto mises_range = run.layout().range(mises), magnitude_range = run.layout().range(magnitude);
+  if (!o.common.output.empty()) {
+    require_finite(x, "elasticity: the displacement and pressure");
+    const auto u = assembly::mesh_node_values(W->velocity(), W->velocity_part(x), 3);
+    const auto p = assembly::mesh_node_values(W->pressure(), W->pressure_part(x));
+    const mesh::Field points[] = {{"displacement", 3, u}, {"pressure", 1, p}};
+    const mesh::Field cells[] = {{"von_mises", 1, mises}, {"stress", 6, stress}};
+    run.write(points, cells);
+  }
+  nlohmann::json j = run.json();
+  j["order"] = 2;
+  j["dofs"] = W->num_dofs();
+  j["formulation"] = "up";
+  if (dim == 2) j["plane"] = plane_stress ? "stress" : "strain";
+  j["solution"].update(range_json(magnitude_range));
+  for (const auto& r : ranges) j["solution"]["components"].push_back(range_json(r));
+  j["pressure"] = range_json(pressure_range);
+  j["stress"] = {{"von_mises_min", mises_range.first}, {"von_mises_max", mises_range.second}};
+  j["locking"] = {{"lambda_over_mu", locking.lambda_over_mu},
+                  {"h_over_L", locking.h_over_L},
+                  {"indicator", locking.indicator}};
+  j["warnings"] = nlohmann::json::array();  // the mixed formulation does not lock
+  if (exact) j["error"] = error_json(err);
+  if (!o.common.output.empty()) j["output"] = o.common.output;
+  run.write_json(j);
+  if (!run.prints()) return;
+  std::FILE* out = run.out();
+  run.print_header(fmt::format("{} + {} pressure with {} dofs (u–p, Taylor–Hood)",
+                               dim == 2 ? (plane_stress ? ", plane stress" : ", plane strain") : "",
+                               W->pressure().name(), W->num_pressure_dofs()));
+  fmt::print(out, "displacement max |u| {:.6g}", magnitude_range.second);
+  for (int k = 0; k < dim; ++k)
+    fmt::print(out, ", u{} in [{:.6g}, {:.6g}]", "xyz"[k], ranges[k].first, ranges[k].second);
+  fmt::print(out, "\npressure    in [{:.6g}, {:.6g}]\n", pressure_range.first, pressure_range.second);
+  fmt::print(out, "von Mises   min {:.6g}, max {:.6g}\n", mises_range.first, mises_range.second);
+  if (exact) print_errors(out, err);
+  if (!o.common.output.empty()) fmt::print(out, "output      {}\n", o.common.output);
+  run.print_timings();
+}
 
 void run_elasticity(const ElasticityOptions& o) {
   Run run(o.common, "elasticity", ".vtu",
@@ -70,6 +184,8 @@ void run_elasticity(const ElasticityOptions& o) {
       body_force = vector_function(vector_expression(run, "--body-force", o.body_force, dim));
     if (!o.exact.empty()) exact = vector_function(vector_expression(run, "--exact", o.exact, dim));
   });
+  if (o.formulation == "up")
+    return run_up(o, run, material, dirichlet, tractions, body_force, exact, plane_stress);
   run.make_space(dim, /*spd=*/true);
   const assembly::Assembler& a = *run.assembler();
 
@@ -171,6 +287,11 @@ void add_elasticity(CLI::App& app) {
          "2D model: 'strain' (εzz = 0, the default) or 'stress' (σzz = 0: thin plates, Cook's membrane, "
          "NAFEMS LE1); an error on 3D meshes")
       ->check(CLI::IsMember({"strain", "stress"}));
+  cmd->add_option(
+         "--formulation", o->formulation,
+         "displacement (the default) or up: displacement and pressure on Taylor–Hood (P2–P1, Q2–Q1), "
+         "free of volumetric locking as ν → ½")
+      ->check(CLI::IsMember({"displacement", "up"}));
   cmd->add_option("--fixed", o->fixed,
                   "clamp every displacement component on facets: TAG (name, number or 'all')")
       ->allow_extra_args(false);

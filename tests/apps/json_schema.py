@@ -90,6 +90,8 @@ runs = [
                   "--steps", "5", "--probe", "1,1", "--output", os.path.join(work, "dyn.pvd")], {0}),
     ("dynamics", ["dynamics", "gen:cube-tet4:2", "--fixed", "left", "--traction", "right=0,0,sin(t)", "--scheme",
                   "galpha", "--rho-inf", "0.5", "--rayleigh", "0.1,0.01", "--dt", "0.1", "--steps", "3"], {0}),
+    ("elasticity", ["elasticity", "gen:square-tri3:4", "--formulation", "up", "--nu", "all=0.4999", "--fixed",
+                    "left", "--traction", "right=1,0", "--output", os.path.join(work, "up.vtu")], {0}),
     ("flow", ["stokes", "gen:square-tri3:6", "--velocity", "all=y*(1-y),0", "--exact", "y*(1-y),0",
               "--exact-pressure", "-2*x", "--output", os.path.join(work, "stokes.vtu")], {0}),
     ("flow", ["navier-stokes", "gen:square-tri3:8", "--velocity", "all=0,0", "--velocity", "top=1,0",

@@ -60,6 +60,26 @@ TEST(FemFlow, TheProjectionSchemeFactorizesItsMatricesOnce) {
   EXPECT_EQ(j["flow"]["times"].size(), 25u);
 }
 
+// fem elasticity --formulation up at ν = 0.4999 on the annulus with a Lamé displacement on its
+// whole boundary: displacement-only P1 locks (and says so), P2 still does a little, u–p does not.
+TEST(FemFlow, UpElasticityDoesNotLock) {
+  const auto dir = temp_dir();
+  const std::string u = "0.5*(0.0002+4/(x^2+y^2))*x,0.5*(0.0002+4/(x^2+y^2))*y";
+  const std::string run = "elasticity " + std::string(FEM_MESHES_DIR) +
+                          "/annulus_v41.msh --nu all=0.4999 --dirichlet 'all=" + u + "' --exact '" + u +
+                          "' -q ";
+  const auto p1 = run_json(run, dir), p2 = run_json(run + "--order 2", dir),
+             up = run_json(run + "--formulation up", dir);
+  EXPECT_EQ(p1["warnings"].size(), 1u);  // the locking warning
+  EXPECT_EQ(up["formulation"], "up");
+  EXPECT_TRUE(up["warnings"].empty());
+  EXPECT_LT(up["error"]["l2"].get<double>(), p1["error"]["l2"].get<double>() / 100);
+  EXPECT_LT(up["error"]["l2"].get<double>(), p2["error"]["l2"].get<double>() / 5);
+  // p = −λ div u with div u = 2C(1 − 2ν) > 0: negative (its rate is
+  // TaylorHood.UpElasticityConvergesWhereP1Locks').
+  EXPECT_LT(up["pressure"]["max"].get<double>(), 0.0);
+}
+
 TEST(FemFlow, Refusals) {
   const auto dir = temp_dir();
   expect_one_line_naming(fem_run("stokes gen:square-tri3:4 -q", dir), "--velocity");
