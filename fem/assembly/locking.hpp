@@ -27,7 +27,8 @@
 //
 // h is the longest cell edge (the coarsest cells lock first), L the diagonal of the body's
 // bounding box, λ/μ the largest over the cells (at their centres for a coefficient in x). P2 and
-// Q2 displacements do not lock in this way; a mixed u–p formulation is the cure for degree 1.
+// Q2 displacements do not lock in this way; the mixed u–p formulation (mixed.hpp, Flow::up_elasticity)
+// is the cure for degree 1.
 #pragma once
 
 #include <string>
