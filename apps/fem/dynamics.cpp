@@ -22,7 +22,7 @@ struct DynamicsOptions {
   std::vector<std::string> young, poisson, density, fixed, traction, probes;
   std::string body_force, initial_displacement, initial_velocity, rayleigh, plane;
   std::string scheme = "newmark";
-  double rho_inf = 1.0, dt = 0;
+  double rho_inf = 1.0, dt = 0, adaptive = 0, dt_min = 0, dt_max = 0;
   int steps = 0, every = 0;
 };
 
@@ -124,6 +124,9 @@ void run_dynamics(const DynamicsOptions& o) {
   to.scheme = o.scheme == "galpha" ? time::Scheme::generalized_alpha : time::Scheme::newmark;
   to.rho_inf = o.rho_inf;
   to.dt = o.dt;
+  to.tolerance = o.adaptive;
+  to.dt_min = o.dt_min;
+  if (o.dt_max > 0) to.dt_max = o.dt_max;
   run.t.assemble = w.seconds();
 
   Probes probes(run, o.probes, dim);
@@ -157,11 +160,16 @@ void run_dynamics(const DynamicsOptions& o) {
     };
     record();
     write_frame(0.0, stepper->u());
-    for (int step = 1; step <= o.steps; ++step) {
-      stepper->step();
+    // Fixed steps: `steps` of dt. Adaptive: to steps·dt, each step's error within the tolerance.
+    const double t_end = o.steps * o.dt;
+    int step = 0;
+    while (stepper->t() < t_end - 1e-12 * std::max(1.0, t_end)) {
+      stepper->step(t_end - stepper->t());
+      ++step;
       record();
-      if (step % every == 0 || step == o.steps) write_frame(stepper->t(), stepper->u());
-      run.progress().step(step, o.steps, stepper->t());
+      const bool last = stepper->t() >= t_end - 1e-12 * std::max(1.0, t_end);
+      if (step % every == 0 || last) write_frame(stepper->t(), stepper->u());
+      run.progress().step(std::min(step, o.steps), o.steps, stepper->t());
     }
   } catch (const NumericalError& e) {
     run.explain_time_step_failure(run.solver()->key(), e.what());
@@ -172,8 +180,9 @@ void run_dynamics(const DynamicsOptions& o) {
   run.t.solve = 0;  // the stepper's solves and factorizations: timed together below
   nlohmann::json j = run.json();
   j.erase("solution");
-  j["time"] = {{"scheme", r.scheme}, {"dt", o.dt},         {"steps", r.accepted}, {"accepted", r.accepted},
-               {"rejected", 0},      {"dt_min", r.dt_min}, {"dt_max", r.dt_max},  {"final", stepper->t()}};
+  j["time"] = {
+      {"scheme", r.scheme},     {"dt", o.dt},         {"steps", r.accepted}, {"accepted", r.accepted},
+      {"rejected", r.rejected}, {"dt_min", r.dt_min}, {"dt_max", r.dt_max},  {"final", stepper->t()}};
   if (to.scheme == time::Scheme::generalized_alpha) j["time"]["rho_inf"] = o.rho_inf;
   j["energy"] = {{"times", times}, {"kinetic", kinetic}, {"strain", strain}};
   if (!probes.empty()) j["probes"] = probes.json();
@@ -182,9 +191,16 @@ void run_dynamics(const DynamicsOptions& o) {
   if (!run.prints()) return;
   std::FILE* out = run.out();
   run.print_header(dim == 2 ? (o.plane == "stress" ? ", plane stress" : ", plane strain") : "");
-  fmt::print(out, "time        {}{}: {} steps of {} to t = {}\n", r.scheme,
-             to.scheme == time::Scheme::generalized_alpha ? fmt::format(" (ρ∞ = {})", o.rho_inf) : "",
-             r.accepted, o.dt, stepper->t());
+  const std::string scheme =
+      r.scheme + (to.scheme == time::Scheme::generalized_alpha ? fmt::format(" (ρ∞ = {})", o.rho_inf) : "");
+  if (o.adaptive > 0)
+    fmt::print(
+        out,
+        "time        {} to t = {}: {} steps accepted, {} rejected, dt in [{:.4g}, {:.4g}] (tolerance {}; {} "
+        "step sizes)\n",
+        scheme, stepper->t(), r.accepted, r.rejected, r.dt_min, r.dt_max, o.adaptive, r.distinct_dts.size());
+  else
+    fmt::print(out, "time        {}: {} steps of {} to t = {}\n", scheme, r.accepted, o.dt, stepper->t());
   fmt::print(
       out, "energy      at t = 0: kinetic {:.6g}, strain {:.6g}; at t = {}: kinetic {:.6g}, strain {:.6g}\n",
       kinetic.front(), strain.front(), stepper->t(), kinetic.back(), strain.back());
@@ -209,6 +225,15 @@ void add_dynamics(CLI::App& app) {
   cmd->add_option("--rho-inf", o->rho_inf,
                   "galpha: the high-frequency spectral radius ρ∞ in [0, 1] (default 1)")
       ->check(between(0.0, 1.0));
+  cmd->add_option(
+         "--adaptive", o->adaptive,
+         "adaptive steps: each step's local error (β − 1/6) h² |a_{n+1} − a_n| at most TOL·max|u| (and "
+         "TOL·max|u0|); dt on the ladder dt·2^k; the run ends at steps·dt (0, the default: fixed steps)")
+      ->check(non_negative_number());
+  cmd->add_option("--dt-min", o->dt_min, "--adaptive: the smallest step (0, the default: dt/1024)")
+      ->check(non_negative_number());
+  cmd->add_option("--dt-max", o->dt_max, "--adaptive: the largest step (0, the default: none)")
+      ->check(non_negative_number());
   cmd->add_option("--E", o->young, "Young's modulus per cell tag: TAG=VALUE (default 1)")
       ->allow_extra_args(false);
   cmd->add_option("--nu", o->poisson, "Poisson's ratio per cell tag: TAG=VALUE (default 0.3)")

@@ -98,6 +98,26 @@ TEST(FemHeatSchemes, ACoefficientInTimeAndTheRefusals) {
 
 namespace {
 
+// --adaptive: a load pulse at t = 1 makes the steps shrink and grow again on the ladder dt·2^k,
+// one factorization per step size (and the initial acceleration's), ending at steps·dt.
+TEST(FemDynamics, AdaptiveStepsFollowALoadPulse) {
+  const auto dir = fem::testing::temp_dir();
+  const auto j =
+      fem::testing::run_json("dynamics " + std::string(FEM_MESHES_DIR) +
+                                 "/beam_v41.msh --fixed left --plane stress --traction "
+                                 "'right=0,-exp(-((t-1)/0.3)^2)' --dt 0.2 --steps 20 --adaptive 1e-3 -q",
+                             dir);
+  EXPECT_GT(j["time"]["rejected"].get<int>(), 0);
+  EXPECT_GT(j["time"]["accepted"].get<int>(), 20);
+  EXPECT_NEAR(j["time"]["final"].get<double>(), 4.0, 1e-12);
+  const double ratio = j["time"]["dt_max"].get<double>() / j["time"]["dt_min"].get<double>();
+  EXPECT_GE(ratio, 2.0);
+  EXPECT_NEAR(std::log2(ratio), std::round(std::log2(ratio)), 1e-9) << "steps on a ladder dt·2^k";
+  EXPECT_LE(j["cache"]["factorizations"].get<int>(),
+            1 + 1 + static_cast<int>(std::round(std::log2(ratio))) + 2);
+  EXPECT_EQ(j["energy"]["times"].size(), static_cast<std::size_t>(j["time"]["accepted"].get<int>()) + 1);
+}
+
 // A slender cantilever (meshes/beam_v41.msh, 10 × 1, clamped on the left, plane stress) released
 // from its static tip-load deflection, close to its first mode: the tip's period is 2π/ω₁ with
 // ω₁² the first eigenvalue of `fem modes` on the same mesh.
