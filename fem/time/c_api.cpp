@@ -187,6 +187,29 @@ int fem_time_set_stiffness(fem_time_stepper* stepper, fem_time_stiffness_fn stif
   });
 }
 
+int fem_time_set_nonlinear(fem_time_stepper* stepper, fem_time_residual_fn residual,
+                           fem_time_jacobian_fn jacobian, void* user) {
+  return with_stepper(stepper, "fem_time_set_nonlinear", [&](fem_time_stepper& s) {
+    FEM_EXPECTS(s.first != nullptr, "fem_time_set_nonlinear: nonlinear steps are for first-order steppers");
+    FEM_EXPECTS((residual == nullptr) == (jacobian == nullptr),
+                "fem_time_set_nonlinear: give both the residual and the Jacobian (or neither)");
+    fem::newton::Options options;
+    options.lagging = fem::newton::Lagging::adaptive();
+    if (residual == nullptr) return s.first->set_nonlinear({}, options);
+    ft::Nonlinear n;
+    n.residual = [residual, user](double t, std::span<const double> u, std::span<double> N) {
+      const int r = residual(t, u.data(), N.data(), static_cast<int64_t>(N.size()), user);
+      if (r != 0) throw CallbackFailed(fmt::format("the residual callback returned {} at t = {}", r, t));
+    };
+    n.jacobian = [jacobian, user](double t, std::span<const double> u, std::span<double> v) {
+      const int r = jacobian(t, u.data(), static_cast<int64_t>(u.size()), v.data(),
+                             static_cast<int64_t>(v.size()), user);
+      if (r != 0) throw CallbackFailed(fmt::format("the Jacobian callback returned {} at t = {}", r, t));
+    };
+    s.first->set_nonlinear(std::move(n), options);
+  });
+}
+
 int fem_time_second_order_create(const char* name, const char* M_key, const char* K_key,
                                  const fem_time_options* options, const double* u0, const double* v0,
                                  int64_t n, const int64_t* fixed, int64_t nfixed, fem_time_load_fn load,
@@ -316,6 +339,9 @@ int fem_time_report_get(const fem_time_stepper* stepper, fem_time_report* report
     out.distinct_dts = static_cast<int64_t>(r.distinct_dts.size());
     out.factorize_seconds = r.factorize_seconds;
     out.solve_seconds = r.solve_seconds;
+    out.newton_iterations = r.newton_iterations;
+    out.jacobians = r.jacobians;
+    out.newton_failures = r.newton_failures;
     out.t = t_of(*stepper);
     out.dt = stepper->first ? stepper->first->dt() : stepper->dt;
     *report = out;

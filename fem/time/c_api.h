@@ -65,6 +65,9 @@ typedef struct fem_time_report {
   double factorize_seconds, solve_seconds;
   double t;  /* the current time */
   double dt; /* the step the next fem_time_step tries */
+  /* Nonlinear steps (fem_time_set_nonlinear): Newton iterations, Jacobians factorized, steps
+   * retried at half the step because Newton failed. */
+  int64_t newton_iterations, jacobians, newton_failures;
 } fem_time_report;
 
 /* The defaults into *out: backward Euler, dt 0 (to be set), t0 0, θ 1, no Rannacher steps, fixed
@@ -91,6 +94,18 @@ int fem_time_first_order_create(const char* name, const char* M_key, const char*
  * symbolic analysis. */
 int fem_time_set_stiffness(fem_time_stepper* stepper, fem_time_stiffness_fn stiffness, void* user);
 
+/* A part of the stiffness that depends on u: M u' + K u + N(t, u) = f(t). `residual` adds N(t, u)
+ * into N (n values); `jacobian` writes dN/du at (t, u) as the nnz values of K's pattern (zeroed
+ * before the call). Each step is then solved by Newton's method, its Jacobian M + c(K + dN/du)
+ * lagged across steps while the lagged iterations converge fast (newton's adaptive lagging); a
+ * step whose Newton solve fails is retried at half the step, down to dt_min. NULL for both: linear
+ * again. Nonzero returns abort the step, as the other callbacks. */
+typedef int (*fem_time_residual_fn)(double t, const double* u, double* N, int64_t n, void* user);
+typedef int (*fem_time_jacobian_fn)(double t, const double* u, int64_t n, double* values, int64_t nnz,
+                                    void* user);
+int fem_time_set_nonlinear(fem_time_stepper* stepper, fem_time_residual_fn residual,
+                           fem_time_jacobian_fn jacobian, void* user);
+
 /* A second-order stepper for M u'' + C u' + K u = f(t) from u0, v0 (n values each) at options->t0,
  * u = 0 at the `fixed` unknowns (nfixed of them; NULL when 0). The initial acceleration is the
  * consistent one, M a0 = f(t0) − C v0 − K u0: `load` is called now, and during steps. */
@@ -104,15 +119,15 @@ void fem_time_destroy(fem_time_stepper* stepper);
 
 /* One accepted step of at most max_dt (> 0; INFINITY: the stepper's own step): adaptive steps are
  * retried at half the step until their error passes. dt_taken (may be NULL) gets the step. A
- * second-order stepper takes its fixed dt, and max_dt below it is FEM_ERR_INVALID_ARGUMENT.
+ * step cut by max_dt is a step of that size (first and second order alike: a new matrix unless
+ * it lies on the ladder dt·2^k).
  * A callback that returns nonzero stops the step: FEM_ERR_INTERNAL, the message naming the
  * callback, its return value and t. A failed step (callback, solve, dt_min reached) leaves the
  * state (t, u, v, a) as it was. */
 int fem_time_step(fem_time_stepper* stepper, double max_dt, double* dt_taken);
 
-/* Steps until t_end; a first-order stepper's last step is cut to land on t_end, a second-order
- * one takes whole steps of dt until t ≥ t_end (within 1e-9 dt). A failure stops at the last
- * accepted step. t_end at or before t: nothing. */
+/* Steps until t_end, the last step cut to land on it. A failure stops at the last accepted step.
+ * t_end at or before t: nothing. */
 int fem_time_advance_to(fem_time_stepper* stepper, double t_end);
 
 /* The time and the state: *u points to the stepper's n values (valid until the next step or

@@ -362,6 +362,12 @@ void FirstOrderStepper::set_stiffness(std::function<void(double t, std::span<dou
   impl_->k_time = std::numeric_limits<double>::quiet_NaN();  // K(t) from the next step on
 }
 
+void FirstOrderStepper::set_nonlinear(Nonlinear nonlinear, const newton::Options& options) {
+  p_.nonlinear = std::move(nonlinear);
+  o_.newton = options;
+  impl_->newton_factorized = false;  // the solver holds no Jacobian of this N yet
+}
+
 void FirstOrderStepper::advance_to(double t_end, const std::function<void(const FirstOrderStepper&)>& each) {
   while (t_ < t_end - 1e-12 * std::max(1.0, std::abs(t_end))) {
     step(t_end - t_);

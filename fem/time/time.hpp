@@ -115,6 +115,8 @@ class FirstOrderStepper {
   void advance_to(double t_end, const std::function<void(const FirstOrderStepper&)>& each = {});
   /// K(t) from now on (FirstOrder::stiffness); null: K as it is in the store.
   void set_stiffness(std::function<void(double t, std::span<double> values)> stiffness);
+  /// N(t, u) from now on (FirstOrder::nonlinear; empty: linear again) with these Newton options.
+  void set_nonlinear(Nonlinear nonlinear, const newton::Options& options);
   double t() const noexcept { return t_; }
   /// The step the next step() tries.
   double dt() const noexcept { return dt_; }

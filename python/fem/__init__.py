@@ -443,6 +443,16 @@ class TimeStepper(_Stepper):
         every step on one symbolic analysis. None: K as it is in the store."""
         self._stepper().set_stiffness(stiffness)
 
+    def set_nonlinear(self, residual, jacobian, lag=True):
+        """A part of the stiffness that depends on u: M u' + K u + N(t, u) = f(t). residual(t, u)
+        returns N(t, u) (an array of the unknowns' size), jacobian(t, u) the values of dN/du on
+        K's stored pattern (the order of fem.store.get(self.name + "/K").data when K was given as a
+        matrix). Each step is then solved by Newton's method; with lag, its Jacobian is reused
+        across steps while the lagged iterations converge fast. A step whose Newton solve fails
+        is retried at half the step. None for both: linear again. The report counts
+        newton_iterations, jacobians and newton_failures."""
+        self._stepper().set_nonlinear(residual, jacobian, bool(lag))
+
     def step(self, max_dt=float("inf")):
         """One accepted step of at most max_dt (adaptive: retried at half the step until its error
         passes); returns the step taken."""
@@ -456,7 +466,9 @@ class TimeStepper(_Stepper):
 
 class DynamicsStepper(_Stepper):
     """M u'' + C u' + K u = f(t), C = a M + b K (rayleigh=(a, b)), u = 0 at the `fixed` unknowns,
-    stepped by you with a fixed dt (fem::time):
+    stepped by you (fem::time), with a fixed dt or adaptive steps (tolerance > 0: each step's local
+    error (beta - 1/6) h^2 |a_{n+1} - a_n| within atol + tolerance max|u|, dt on the ladder dt 2^k
+    within [dt_min, dt_max], one factorization per step size):
 
         s = fem.DynamicsStepper(M, K, "newmark", dt=1e-3, u0=u0, v0=None)
         for _ in range(1000):
@@ -469,7 +481,8 @@ class DynamicsStepper(_Stepper):
     load(t): the n values of f(t)."""
 
     def __init__(self, M, K, scheme="newmark", dt=None, u0=None, v0=None, *, rho_inf=1.0, rayleigh=(0.0, 0.0),
-                 fixed=None, load=None, beta=0.25, gamma=0.5, t0=0.0, name=None):
+                 fixed=None, load=None, beta=0.25, gamma=0.5, t0=0.0, name=None, tolerance=0.0, atol=None,
+                 dt_min=0.0, dt_max=float("inf")):
         self._s = None
         if dt is None:
             raise InvalidArgument("DynamicsStepper: dt is required")
@@ -486,22 +499,26 @@ class DynamicsStepper(_Stepper):
         Mk, Kk = self._matrices(M, K, name, "DynamicsStepper")
         try:
             self._s = _SecondOrderStepper(self.name, Mk, Kk, str(scheme), self._dt, u0, v0, load, fixed,
-                                          float(rho_inf), float(beta), float(gamma), a, b, float(t0))
+                                          float(rho_inf), float(beta), float(gamma), a, b, float(t0),
+                                          float(tolerance), -1.0 if atol is None else float(atol), float(dt_min),
+                                          float(dt_max))
         except BaseException:
             self.close()
             raise
 
     @property
     def dt(self):
-        return self._dt
+        """The step the next step() tries."""
+        return self._stepper().dt
 
-    def step(self):
-        """One step of dt; returns it."""
-        return self._stepper().step()
+    def step(self, max_dt=float("inf")):
+        """One accepted step of at most max_dt (adaptive: retried at half the step until its error
+        passes); returns the step taken."""
+        return self._stepper().step(float(max_dt))
 
     def advance_to(self, t_end, callback=None):
-        """Steps of dt until t >= t_end (within 1e-9 dt); callback(self) after every step."""
-        self._stepper().advance_to(float(t_end), self._dt, None if callback is None else (lambda: callback(self)))
+        """Steps until t_end, the last one cut to land on it; callback(self) after every step."""
+        self._stepper().advance_to(float(t_end), None if callback is None else (lambda: callback(self)))
         return self
 
     @property

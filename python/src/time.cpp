@@ -71,6 +71,9 @@ py::dict report_dict(const time::Report& r, double t) {
   d["distinct_dts"] = r.distinct_dts;
   d["factorize_seconds"] = r.factorize_seconds;
   d["solve_seconds"] = r.solve_seconds;
+  d["newton_iterations"] = r.newton_iterations;
+  d["jacobians"] = r.jacobians;
+  d["newton_failures"] = r.newton_failures;
   return d;
 }
 
@@ -190,6 +193,42 @@ void bind_time(py::module_& m) {
           },
           py::arg("stiffness"))
       .def(
+          "set_nonlinear",
+          [](First& self, py::object residual, py::object jacobian, bool lag) {
+            const char* who = "TimeStepper.set_nonlinear";
+            newton::Options options;
+            if (lag) options.lagging = newton::Lagging::adaptive();
+            if (residual.is_none() && jacobian.is_none()) return self.s->set_nonlinear({}, options);
+            FEM_EXPECTS(PyCallable_Check(residual.ptr()) && PyCallable_Check(jacobian.ptr()),
+                        "{}: residual and jacobian must be functions of (t, u) (or both None)", who);
+            time::Nonlinear n;
+            n.residual = [f = hold_python(std::move(residual)), errors = self.errors, who](
+                             double t, std::span<const double> u, std::span<double> N) {
+              with_python(*errors, "the residual", [&] {
+                const DoubleArray a = real_array((*f)(t, to_numpy(std::vector<double>(u.begin(), u.end()))),
+                                                 fmt::format("{}: residual(t, u)", who));
+                FEM_EXPECTS(static_cast<std::size_t>(a.size()) == N.size(),
+                            "{}: residual(t, u) gave {} values for {} unknowns", who, a.size(), N.size());
+                const auto x = span_of(a);
+                for (std::size_t i = 0; i < N.size(); ++i) N[i] += x[i];
+              });
+            };
+            n.jacobian = [f = hold_python(std::move(jacobian)), errors = self.errors, who](
+                             double t, std::span<const double> u, std::span<double> v) {
+              with_python(*errors, "the jacobian", [&] {
+                const DoubleArray a = real_array((*f)(t, to_numpy(std::vector<double>(u.begin(), u.end()))),
+                                                 fmt::format("{}: jacobian(t, u)", who));
+                FEM_EXPECTS(static_cast<std::size_t>(a.size()) == v.size(),
+                            "{}: jacobian(t, u) gave {} values, K's pattern holds {}", who, a.size(),
+                            v.size());
+                const auto x = span_of(a);
+                std::copy(x.begin(), x.end(), v.begin());
+              });
+            };
+            self.s->set_nonlinear(std::move(n), options);
+          },
+          py::arg("residual"), py::arg("jacobian"), py::arg("lag"))
+      .def(
           "step",
           [](First& self, double max_dt) {
             FEM_EXPECTS(max_dt > 0, "TimeStepper.step: max_dt is {}; a positive step", max_dt);
@@ -223,7 +262,8 @@ void bind_time(py::module_& m) {
       .def(py::init([](const std::string& name, const std::string& M, const std::string& K,
                        const std::string& scheme, double dt, py::object u0, py::object v0, py::object load,
                        py::object fixed, double rho_inf, double beta, double gamma, double rayleigh_mass,
-                       double rayleigh_stiffness, double t0) {
+                       double rayleigh_stiffness, double t0, double tolerance, double atol, double dt_min,
+                       double dt_max) {
              const char* who = "DynamicsStepper";
              auto self = std::make_unique<Second>();
              time::SecondOrder p;
@@ -250,6 +290,10 @@ void bind_time(py::module_& m) {
              o.rho_inf = rho_inf;
              o.beta = beta;
              o.gamma = gamma;
+             o.tolerance = tolerance;
+             o.absolute_tolerance = atol;
+             o.dt_min = dt_min;
+             o.dt_max = dt_max;
              std::vector<double> u = vector_of(u0, n, "u0", who), v = vector_of(v0, n, "v0", who);
              self->run([&] {
                self->s = std::make_unique<time::SecondOrderStepper>(fem::store(), std::move(p), o,
@@ -259,25 +303,28 @@ void bind_time(py::module_& m) {
            }),
            py::arg("name"), py::arg("M"), py::arg("K"), py::arg("scheme"), py::arg("dt"), py::arg("u0"),
            py::arg("v0"), py::arg("load"), py::arg("fixed"), py::arg("rho_inf"), py::arg("beta"),
-           py::arg("gamma"), py::arg("rayleigh_mass"), py::arg("rayleigh_stiffness"), py::arg("t0"))
-      .def("step",
-           [](Second& self) {
-             const double t = self.s->t();
-             self.run([&] { self.s->step(); });
-             return self.s->t() - t;
-           })
+           py::arg("gamma"), py::arg("rayleigh_mass"), py::arg("rayleigh_stiffness"), py::arg("t0"),
+           py::arg("tolerance"), py::arg("atol"), py::arg("dt_min"), py::arg("dt_max"))
+      .def(
+          "step",
+          [](Second& self, double max_dt) {
+            FEM_EXPECTS(max_dt > 0, "DynamicsStepper.step: max_dt is {}; a positive step", max_dt);
+            return self.run([&] { return self.s->step(max_dt); });
+          },
+          py::arg("max_dt"))
       .def(
           "advance_to",
-          [](Second& self, double t_end, double dt, py::object each) {
+          [](Second& self, double t_end, py::object each) {
             FEM_EXPECTS(std::isfinite(t_end), "DynamicsStepper.advance_to: t_end is {}", t_end);
             self.advance_to(std::move(each), [&](const std::function<void()>& f) {
-              while (self.s->t() < t_end - 1e-9 * dt) {
-                self.s->step();
-                if (f) f();
-              }
+              if (f)
+                self.s->advance_to(t_end, [&](const time::SecondOrderStepper&) { f(); });
+              else
+                self.s->advance_to(t_end);
             });
           },
-          py::arg("t_end"), py::arg("dt"), py::arg("each"))
+          py::arg("t_end"), py::arg("each"))
+      .def_property_readonly("dt", [](const Second& self) { return self.s->dt(); })
       .def_property_readonly("t", [](const Second& self) { return self.s->t(); })
       .def_property_readonly("u",
                              [](const Second& self) {

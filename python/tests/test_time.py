@@ -65,6 +65,43 @@ def test_a_stiffness_in_time_keeps_crank_nicolsons_order():
     assert rates == pytest.approx([2, 2], abs=0.15), (errors, rates)
 
 
+def test_nonlinear_steps_keep_crank_nicolsons_order_and_lag_their_jacobian():
+    # u' + K u + u³ = 0 (M = I): N(u) = u³, dN/du = diag(3u²) on K's pattern; against a run with a
+    # 16 times smaller step.
+    K, u0, _ = problem()
+
+    def run(dt, lag=True):
+        s = fem.TimeStepper(None, K, scheme="cn", dt=dt, u0=u0)
+        k = fem.store.get(s.name + "/K")
+        diagonal = np.array([k.indptr[i] + np.flatnonzero(k.indices[k.indptr[i]:k.indptr[i + 1]] == i)[0]
+                             for i in range(k.shape[0])])
+
+        def jacobian(t, u):
+            values = np.zeros(k.nnz)
+            values[diagonal] = 3 * u**2
+            return values
+
+        s.set_nonlinear(lambda t, u: u**3, jacobian, lag=lag)
+        s.advance_to(1.0)
+        u, report = s.u.copy(), s.report
+        s.close()
+        return u, report
+
+    reference, _ = run(0.1 / 64)
+    errors = []
+    for dt in (0.1, 0.05, 0.025):
+        u, report = run(dt)
+        errors.append(np.abs(u - reference).max())
+        assert report["newton_failures"] == 0
+        assert report["jacobians"] < report["accepted"]  # lagged across steps
+    rates = np.log2(np.array(errors[:-1]) / np.array(errors[1:]))
+    assert rates == pytest.approx([2, 2], abs=0.15), (errors, rates)
+    full, report = run(0.05, lag=False)
+    assert report["jacobians"] == report["newton_iterations"]  # full Newton: one per iteration
+    lagged, _ = run(0.05)
+    assert np.abs(full - lagged).max() < 1e-8
+
+
 def test_a_fixed_step_factorizes_once_and_calls_back_between_steps():
     K, u0, b = problem()
     before = fem.store.counter("solve.factorizations")
@@ -187,3 +224,21 @@ def test_errors_leave_the_state_as_it_was():
     with pytest.raises(fem.InvalidArgument, match="closed"):
         s.step()
     assert not [k for k in fem.store.keys() if k.startswith("fem.TimeStepper/")]
+
+
+def test_adaptive_dynamics_follows_a_pulse_on_the_ladder():
+    # M = I, K = chain: a load pulse at t = 1 shrinks the steps, which regrow after it.
+    K, u0, b = problem()
+    before = fem.store.counter("solve.factorizations")
+    s = fem.DynamicsStepper(None, K, "newmark", dt=0.2, u0=0 * u0, v0=None, tolerance=1e-3, atol=1e-3,
+                            load=lambda t: np.exp(-((t - 1) / 0.2) ** 2) * b)
+    steps = []
+    s.advance_to(4.0, callback=lambda st: steps.append(st.t))
+    r = s.report
+    assert s.t == pytest.approx(4.0, abs=1e-12)
+    assert r["rejected"] > 0 and r["dt_max"] / r["dt_min"] >= 4
+    ratio = np.log2(0.2 / np.array(r["distinct_dts"]))
+    assert ratio[:-1] == pytest.approx(np.round(ratio[:-1]), abs=1e-9)  # the ladder (the last: cut to land)
+    # One factorization per step size, and M's for the initial acceleration.
+    assert fem.store.counter("solve.factorizations") - before == len(r["distinct_dts"]) + 1
+    s.close()
