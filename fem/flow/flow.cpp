@@ -64,6 +64,31 @@ std::array<double, 3> force(const MixedSpace& W, const Flow& flow, std::span<con
   return f;
 }
 
+time::FirstOrder monolithic(std::shared_ptr<const MixedSpace> W, const Flow& flow, bool pressure_null_space,
+                            const std::string& name, Store& store, std::function<void(double)> at_time) {
+  FEM_EXPECTS(W != nullptr, "monolithic '{}': no mixed space", name);
+  std::vector<double> mass(static_cast<std::size_t>(W->pattern()->nnz()));
+  assembly::velocity_mass_into(*W, flow.density, mass);
+  store.put(name + "/M", CsrMatrix(W->pattern(), std::move(mass)));
+  store.put(name + "/K",
+            CsrMatrix(W->pattern(), std::vector<double>(static_cast<std::size_t>(W->pattern()->nnz()), 0.0)));
+  time::FirstOrder p;
+  p.name = name;
+  p.M = name + "/M";
+  p.K = name + "/K";
+  auto shared = std::make_shared<const Flow>(flow);
+  p.nonlinear.residual = [W, shared, at_time](double t, std::span<const double> w, std::span<double> N) {
+    if (at_time) at_time(t);
+    assembly::flow_into(*W, *shared, w, {}, N);
+  };
+  p.nonlinear.jacobian = [W, shared, at_time](double t, std::span<const double> w, std::span<double> values) {
+    if (at_time) at_time(t);
+    assembly::flow_into(*W, *shared, w, values, {});
+  };
+  if (pressure_null_space) p.nonlinear.null_space = W->pressure_null_space();
+  return p;
+}
+
 // --- the projection scheme --------------------------------------------------------------------
 
 namespace {

@@ -63,6 +63,18 @@ std::vector<index_t> boundary_nodes(const assembly::FunctionSpace& V, const std:
 std::array<double, 3> force(const MixedSpace& W, const Flow& flow, std::span<const double> w,
                             std::span<const index_t> nodes, std::span<const double> inertia = {});
 
+/// Unsteady flow as one first-order system for fem::time (monolithic: velocity and pressure
+/// together): M ẇ + N(w) = 0 with M the velocity's mass ρ (the pressure block zero: a DAE of index
+/// 2 that BDF and backward Euler integrate) and N the steady residual of `flow`. Publishes
+/// `<name>/M` and `<name>/K` (zero) on the block pattern and returns the problem with its
+/// nonlinear part (and, with `pressure_null_space`, the pressure's constants); the caller adds the
+/// velocity's Dirichlet data, the solver, and picks the scheme (BDF2: `fem navier-stokes --scheme
+/// bdf2`). Each step is Newton on M + c ∂N/∂w, lagged across steps as fem::time does.
+/// `at_time(t)`: called before N is evaluated at t (time-dependent data of `flow`); may be null.
+time::FirstOrder monolithic(std::shared_ptr<const MixedSpace> W, const Flow& flow, bool pressure_null_space,
+                            const std::string& name, Store& store = fem::store(),
+                            std::function<void(double)> at_time = nullptr);
+
 /// The incremental pressure-correction scheme (Goda 1979; the "IPCS" of the FEniCS and DOLFINx
 /// tutorials) with explicit convection (Adams–Bashforth 2, forward Euler in the first step) and
 /// Crank–Nicolson viscosity. With M = ∫ρ u v and K = ∫μ ∇u·∇v on the scalar P2 space, per step:

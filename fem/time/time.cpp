@@ -261,12 +261,16 @@ bool FirstOrderStepper::newton_solve(double c, double t1, const CsrMatrix& M, co
     for (std::size_t i = 0; i < n; ++i) G[i] += c * w[i] - s.b[i];
     layout.accumulate(G);
     for (index_t d : dofs) G[static_cast<std::size_t>(d)] = 0.0;
+    if (p_.nonlinear.null_space) p_.nonlinear.null_space->make_compatible(G);
   };
   problem.jacobian = [&](std::span<const double> u) {
     std::vector<double> v(K.nnz(), 0.0);
     layout.processes().collective([&] { p_.nonlinear.jacobian(t1, u, v); });
     for (std::size_t e = 0; e < v.size(); ++e) v[e] += K.values()[e];
-    return system(M, CsrMatrix(K.pattern_ptr(), std::move(v)), 1.0, c, dofs).first;
+    CsrMatrix J = system(M, CsrMatrix(K.pattern_ptr(), std::move(v)), 1.0, c, dofs).first;
+    if (!p_.nonlinear.null_space) return J;
+    return CsrMatrix(J.pattern_ptr(), std::vector<double>(J.values().begin(), J.values().end()),
+                     p_.nonlinear.null_space);
   };
   newton::Options options = o_.newton;
   // A lagged Newton starts from the last step's Jacobian (the solver still holds its factorization).

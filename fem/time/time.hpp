@@ -14,6 +14,7 @@
 
 #include <fem/csr.hpp>
 #include <fem/newton/newton.hpp>
+#include <fem/null_space.hpp>
 #include <fem/solve/linear_solver.hpp>
 #include <fem/store.hpp>
 #include <functional>
@@ -45,6 +46,9 @@ struct Nonlinear {
   std::function<void(double t, std::span<const double> u, std::span<double> N)> residual;
   /// ∂N/∂u at (t, u) into values (zeroed before the call), on K's pattern (the process's part).
   std::function<void(double t, std::span<const double> u, std::span<double> values)> jacobian;
+  /// The null space of every step's Jacobian, when it has one (a flow's free pressure constant:
+  /// MixedSpace::pressure_null_space()): declared on it, and the residual made compatible.
+  std::shared_ptr<const NullSpace> null_space;
   explicit operator bool() const noexcept { return residual && jacobian; }
 };
 
