@@ -15,6 +15,7 @@
 
 #include "commands.hpp"
 #include "fem/dist/runtime.hpp"
+#include "fem/time/time.hpp"
 #include "solver_common.hpp"
 
 namespace fem::app {
@@ -28,6 +29,7 @@ struct FlowOptions {
   std::string body_force, drag, pressure_difference, exact, exact_pressure;
   bool symmetric = false;
   int picard = 3, max_iterations = 30;
+  std::string scheme = "ipcs";
   double dt = 0;
   int steps = 0, every = 0;
 };
@@ -163,6 +165,7 @@ void run_flow(const FlowOptions& o) {
   };
   std::optional<flow::SteadyResult> steady;
   std::optional<flow::ProjectionStepper> stepper;
+  std::optional<time::FirstOrderStepper> monolithic;  // --scheme bdf2
   std::optional<dist::Series> series;
   const auto nodal = [&](std::span<const double> x) {
     require_finite(x, fmt::format("{}: the velocity and pressure", name));
@@ -184,28 +187,11 @@ void run_flow(const FlowOptions& o) {
         r.timings.solve + r.timings.other + steady->picard.timings.solve + steady->picard.timings.other;
     functionals(state, {}, flow_json, false);
   } else {
-    flow::Projection p;
-    p.name = name;
-    p.W = W;
-    p.viscosity = o.viscosity;
-    p.density = o.density;
-    p.convection = true;
-    if (body_force)
-      p.body_force = [&](double t, const double* x, double* f) {
-        set_time(t);
-        (*body_force)(x, f);
-      };
-    p.velocity.dofs = bc.dofs;
-    p.velocity.values = [&](double t, std::span<double> g) {
+    const auto velocity_values = [&](double t, std::span<double> g) {
       set_time(t);
       const auto values = assembly::dirichlet_values(W->velocity(), conditions);
       std::copy(values.values.begin(), values.values.end(), g.begin());
     };
-    if (!outflow_tags.empty())
-      p.pressure_dofs =
-          assembly::condition_values(W->pressure(), {assembly::FacetSet{outflow_tags}, nullptr}).dofs;
-    p.linear = linear;
-    p.linear.backend = o.common.solver == "auto" ? solve::Backend::automatic : linear.backend;
     assembly::set_dirichlet(bc, state);
     if (pvd) series.emplace(*pvd);
     const int every = o.every > 0 ? o.every : std::max(1, o.steps / 10);
@@ -219,24 +205,78 @@ void run_flow(const FlowOptions& o) {
     };
     Stopwatch ws;
     const auto before = run.store().counter("solve.factorizations");
-    {
+    if (o.scheme == "ipcs") {
+      flow::Projection p;
+      p.name = name;
+      p.W = W;
+      p.viscosity = o.viscosity;
+      p.density = o.density;
+      p.convection = true;
+      if (body_force)
+        p.body_force = [&](double t, const double* x, double* f) {
+          set_time(t);
+          (*body_force)(x, f);
+        };
+      p.velocity.dofs = bc.dofs;
+      p.velocity.values = velocity_values;
+      if (!outflow_tags.empty())
+        p.pressure_dofs =
+            assembly::condition_values(W->pressure(), {assembly::FacetSet{outflow_tags}, nullptr}).dofs;
+      p.linear = linear;
+      p.linear.backend = o.common.solver == "auto" ? solve::Backend::automatic : linear.backend;
       const auto shown = run.progress().phase("factorizing");
       stepper.emplace(run.store(), std::move(p), o.dt, state);
+      run.t.factorize = ws.seconds();
+    } else {
+      // BDF2 + Newton on the whole block system, its Jacobian lagged across steps.
+      auto p = flow::monolithic(W, flow, free_pressure, name, run.store(), set_time);
+      p.dirichlet.dofs = bc.dofs;
+      p.dirichlet.values = velocity_values;
+      p.solver = solver;
+      time::FirstOrderOptions to;
+      to.scheme = time::Scheme::bdf2;
+      to.dt = o.dt;
+      to.newton.lagging = newton::Lagging::adaptive();
+      to.newton.max_iterations = o.max_iterations;
+      to.newton.linear = linear;
+      monolithic.emplace(run.store(), std::move(p), to, state);
     }
-    run.t.factorize = ws.seconds();
-    frame(0.0, stepper->w());
+    const auto current = [&]() { return stepper ? stepper->w() : monolithic->u(); };
+    frame(0.0, current());
     ws = Stopwatch();
+    std::vector<double> previous(state.size()), inertia(static_cast<std::size_t>(W->pressure_offset()));
+    const auto M = monolithic ? run.store().get<CsrMatrix>(std::string(name) + "/M") : nullptr;
     for (int s = 1; s <= o.steps; ++s) {
-      stepper->step();
-      flow_json["times"].push_back(stepper->t());
-      functionals(stepper->w(), stepper->inertia(), flow_json, true);
-      if (s % every == 0 || s == o.steps) frame(stepper->t(), stepper->w());
-      run.progress().step(s, o.steps, stepper->t());
+      if (stepper) {
+        stepper->step();
+      } else {
+        std::copy(monolithic->u().begin(), monolithic->u().end(), previous.begin());
+        monolithic->step();
+        if (!drag_nodes.empty()) {  // ρM(w₁ − w₀)/dt on the velocity: the force's inertia
+          std::vector<double> dw(state.size()), Mdw(state.size());
+          for (std::size_t i = 0; i < dw.size(); ++i) dw[i] = (monolithic->u()[i] - previous[i]) / o.dt;
+          M->multiply(dw, Mdw);
+          std::copy_n(Mdw.begin(), inertia.size(), inertia.begin());
+        }
+      }
+      const double t = stepper ? stepper->t() : monolithic->t();
+      flow_json["times"].push_back(t);
+      functionals(current(), stepper ? stepper->inertia() : std::span<const double>(inertia), flow_json,
+                  true);
+      if (s % every == 0 || s == o.steps) frame(t, current());
+      run.progress().step(s, o.steps, t);
     }
-    run.t.solve = ws.seconds() - run.t.write;
-    flow_json["factorizations_in_steps"] =
-        run.store().counter("solve.factorizations") - before - stepper->matrices();
-    std::copy(stepper->w().begin(), stepper->w().end(), state.begin());
+    if (stepper) {
+      run.t.solve = ws.seconds() - run.t.write;
+      flow_json["factorizations_in_steps"] =
+          run.store().counter("solve.factorizations") - before - stepper->matrices();
+    } else {
+      const auto& r = monolithic->report();
+      run.t.factorize = r.factorize_seconds;
+      run.t.solve = r.solve_seconds;
+      run.t.assemble += ws.seconds() - run.t.write - r.factorize_seconds - r.solve_seconds;
+    }
+    std::copy(current().begin(), current().end(), state.begin());
     if (series) series->commit();
   }
 
@@ -293,12 +333,21 @@ void run_flow(const FlowOptions& o) {
                    {"picard_iterations", steady->picard.iterations},
                    {"initial_residual_norm", r.initial_residual_norm},
                    {"residual_norm", r.residual_norm}};
-  } else {
+  } else if (stepper) {
     j["time"] = {{"scheme", "ipcs"},
                  {"dt", o.dt},
                  {"steps", stepper->steps()},
                  {"final", stepper->t()},
                  {"matrices", stepper->matrices()}};
+  } else {
+    const auto& r = monolithic->report();
+    j["time"] = {{"scheme", "bdf2"},
+                 {"dt", o.dt},
+                 {"steps", r.accepted},
+                 {"final", monolithic->t()},
+                 {"newton_iterations", r.newton_iterations},
+                 {"jacobian_refreshes", r.jacobians},
+                 {"failed_steps", r.newton_failures}};
   }
   if (!flow_json.empty()) j["flow"] = flow_json;
   if (exact) j["error"] = error_json(velocity_error);
@@ -323,11 +372,18 @@ void run_flow(const FlowOptions& o) {
                steady->picard.iterations, steady->newton.iterations,
                steady->picard.jacobian_refreshes + steady->newton.jacobian_refreshes,
                steady->picard.symbolic_analyses + steady->newton.symbolic_analyses);
-  else
+  else if (stepper)
     fmt::print(out,
                "time        ipcs: {} steps of {} to t = {}; {} matrices factorized once, {} in the steps\n",
                stepper->steps(), o.dt, stepper->t(), stepper->matrices(),
                flow_json["factorizations_in_steps"].get<std::int64_t>());
+  else
+    fmt::print(
+        out,
+        "time        bdf2 + Newton: {} steps of {} to t = {}; {} Newton iterations on {} Jacobians (one "
+        "symbolic analysis), {} steps retried\n",
+        monolithic->report().accepted, o.dt, monolithic->t(), monolithic->report().newton_iterations,
+        monolithic->report().jacobians, monolithic->report().newton_failures);
   fmt::print(out, "solution    max |u| {:.6g}, p in [{:.6g}, {:.6g}]\n", speed, pressure_range.first,
              pressure_range.second);
   if (!drag_nodes.empty()) {
@@ -388,6 +444,12 @@ void add_flow_command(CLI::App& app, bool navier_stokes) {
         ->check(at_least(1));
     cmd->add_option("--dt", o->dt, "unsteady: the time step")->check(positive_number());
     cmd->add_option("--steps", o->steps, "unsteady: the number of steps")->check(at_least(1));
+    cmd->add_option(
+           "--scheme", o->scheme,
+           "unsteady: ipcs (incremental pressure correction, explicit convection: its three matrices "
+           "factorized once; the default) or bdf2 (monolithic BDF2 + Newton, lagged Jacobians: no CFL "
+           "limit)")
+        ->check(CLI::IsMember({"ipcs", "bdf2"}));
     cmd->add_option("--every", o->every, "unsteady: a frame every K steps (default: about 10 frames)")
         ->check(at_least(0));
   }

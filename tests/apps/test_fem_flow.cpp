@@ -62,6 +62,22 @@ TEST(FemFlow, TheProjectionSchemeFactorizesItsMatricesOnce) {
 
 // fem elasticity --formulation up at ν = 0.4999 on the annulus with a Lamé displacement on its
 // whole boundary: displacement-only P1 locks (and says so), P2 still does a little, u–p does not.
+// --scheme bdf2: the same channel by BDF2 + Newton, every Jacobian on one symbolic analysis and
+// lagged across steps (far fewer Jacobians than steps); it ends near the projection scheme's flow.
+TEST(FemFlow, MonolithicBdf2LagsItsJacobians) {
+  const auto dir = temp_dir();
+  const std::string channel =
+      "navier-stokes gen:square-tri3:8 --velocity left='4*y*(1-y)',0 --velocity top=0,0 --velocity "
+      "bottom=0,0 "
+      "--outflow right --dt 0.02 --steps 25 -q ";
+  const auto bdf2 = run_json(channel + "--scheme bdf2", dir), ipcs = run_json(channel, dir);
+  EXPECT_EQ(bdf2["time"]["scheme"], "bdf2");
+  EXPECT_EQ(bdf2["cache"]["symbolic_analyses"], 1);
+  EXPECT_LT(bdf2["time"]["jacobian_refreshes"].get<int>(), 10);
+  EXPECT_EQ(bdf2["time"]["failed_steps"], 0);
+  EXPECT_NEAR(bdf2["solution"]["max_speed"].get<double>(), ipcs["solution"]["max_speed"].get<double>(), 0.02);
+}
+
 TEST(FemFlow, UpElasticityDoesNotLock) {
   const auto dir = temp_dir();
   const std::string u = "0.5*(0.0002+4/(x^2+y^2))*x,0.5*(0.0002+4/(x^2+y^2))*y";
