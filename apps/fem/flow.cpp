@@ -25,7 +25,7 @@ struct FlowOptions {
   CommonOptions common;
   bool navier_stokes = false;
   double viscosity = 1, density = 1;
-  std::vector<std::string> velocity, outflow, probes;
+  std::vector<std::string> velocity, outflow, probes;  // probes: --probe x,y[,z]
   std::string body_force, drag, pressure_difference, exact, exact_pressure;
   bool symmetric = false;
   int picard = 3, max_iterations = 30;
@@ -143,6 +143,8 @@ void run_flow(const FlowOptions& o) {
     pressure_points.emplace(W->pressure(), two_points(o.pressure_difference, mesh.gdim()));
   run.t.assemble = w.seconds();
 
+  Probes probes(run, o.probes, dim);  // velocity, then the pressure
+  probes.also(W->pressure());
   std::vector<double> state(static_cast<std::size_t>(W->num_dofs()), 0.0);
   nlohmann::json flow_json;
   const auto functionals = [&](std::span<const double> x, std::span<const double> inertia,
@@ -162,6 +164,9 @@ void run_flow(const FlowOptions& o) {
       const auto p = pressure_points->evaluate(W->pressure_part(x));
       put("pressure_difference", p[0] - p[1]);
     }
+  };
+  const auto record = [&](double t, std::span<const double> x) {
+    probes.record(t, W->velocity_part(x), W->pressure_part(x));
   };
   std::optional<flow::SteadyResult> steady;
   std::optional<flow::ProjectionStepper> stepper;
@@ -186,6 +191,7 @@ void run_flow(const FlowOptions& o) {
     run.t.solve =
         r.timings.solve + r.timings.other + steady->picard.timings.solve + steady->picard.timings.other;
     functionals(state, {}, flow_json, false);
+    record(0.0, state);
   } else {
     const auto velocity_values = [&](double t, std::span<double> g) {
       set_time(t);
@@ -243,6 +249,7 @@ void run_flow(const FlowOptions& o) {
     }
     const auto current = [&]() { return stepper ? stepper->w() : monolithic->u(); };
     frame(0.0, current());
+    record(0.0, current());
     ws = Stopwatch();
     std::vector<double> previous(state.size()), inertia(static_cast<std::size_t>(W->pressure_offset()));
     const auto M = monolithic ? run.store().get<CsrMatrix>(std::string(name) + "/M") : nullptr;
@@ -263,6 +270,7 @@ void run_flow(const FlowOptions& o) {
       flow_json["times"].push_back(t);
       functionals(current(), stepper ? stepper->inertia() : std::span<const double>(inertia), flow_json,
                   true);
+      record(t, current());
       if (s % every == 0 || s == o.steps) frame(t, current());
       run.progress().step(s, o.steps, t);
     }
@@ -350,6 +358,7 @@ void run_flow(const FlowOptions& o) {
                  {"failed_steps", r.newton_failures}};
   }
   if (!flow_json.empty()) j["flow"] = flow_json;
+  if (!probes.empty()) j["probes"] = probes.json();
   if (exact) j["error"] = error_json(velocity_error);
   if (exact_pressure) j["pressure_error"] = {{"l2", pressure_error.l2}};
   if (!o.common.output.empty()) j["output"] = o.common.output;
@@ -433,6 +442,11 @@ void add_flow_command(CLI::App& app, bool navier_stokes) {
                   "the force on facets TAG: flow.drag (x) and flow.lift (y), per unit depth in 2D");
   cmd->add_option("--pressure-difference", o->pressure_difference,
                   "X1,Y1:X2,Y2: flow.pressure_difference p(1) − p(2)");
+  cmd->add_option(
+         "--probe", o->probes,
+         "record the velocity and the pressure at x,y[,z] (interpolated in its cell; unsteady: every step): "
+         "JSON probes, values [u, v(, w), p]")
+      ->allow_extra_args(false);
   cmd->add_option("--exact", o->exact, "exact velocity EXPR,EXPR[,EXPR]: its L2 and H1 errors");
   cmd->add_option("--exact-pressure", o->exact_pressure,
                   "exact pressure EXPR: its L2 error (up to a constant when free)");

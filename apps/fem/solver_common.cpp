@@ -669,6 +669,7 @@ Probes::Probes(const Run& run, const std::vector<std::string>& points, int compo
   assembly::PointEvaluator::Options options;
   options.require_all = false;
   evaluator_.emplace(V, coordinates, options);
+  coordinates_ = coordinates;
   const auto size = static_cast<double>(group.size());
   for (std::size_t i = 0; i < probes_.size(); ++i) {
     const bool found = evaluator_->found(static_cast<index_t>(i));
@@ -688,15 +689,29 @@ Probes::Probes(const Run& run, const std::vector<std::string>& points, int compo
   }
 }
 
-void Probes::record(double t, std::span<const double> u) {
+void Probes::also(const assembly::FunctionSpace& W) {
+  if (probes_.empty()) return;
+  assembly::PointEvaluator::Options options;
+  options.require_all = false;
+  also_.emplace(W, coordinates_, options);
+}
+
+void Probes::record(double t, std::span<const double> u, std::span<const double> w) {
   const Processes& group = run_->layout().processes();
-  std::vector<double> local(static_cast<std::size_t>(components_));
+  const int extra = also_ ? also_->components() : 0, all = components_ + extra;
+  std::vector<double> local(static_cast<std::size_t>(all));
   for (std::size_t i = 0; i < probes_.size(); ++i) {
     auto& p = probes_[i];
     std::fill(local.begin(), local.end(), 0.0);
-    if (p.here) evaluator_->value(u, static_cast<index_t>(i), local);
-    std::vector<double> v(static_cast<std::size_t>(components_));
-    for (int c = 0; c < components_; ++c)
+    if (p.here) {
+      evaluator_->value(u, static_cast<index_t>(i),
+                        std::span<double>(local).first(static_cast<std::size_t>(components_)));
+      if (also_)
+        also_->value(w, static_cast<index_t>(i),
+                     std::span<double>(local).subspan(static_cast<std::size_t>(components_)));
+    }
+    std::vector<double> v(static_cast<std::size_t>(all));
+    for (int c = 0; c < all; ++c)
       v[static_cast<std::size_t>(c)] = group.sum(local[static_cast<std::size_t>(c)]);
     p.times.push_back(t);
     p.values.push_back(std::move(v));

@@ -83,8 +83,12 @@ assembly::VectorFunction vector_function(const std::vector<std::optional<Express
 class Probes {
  public:
   Probes(const Run& run, const std::vector<std::string>& points, int components);
-  /// Collective: the values of u (consistent, the space's DOF layout) at t.
-  void record(double t, std::span<const double> u);
+  /// A second field on the same mesh, recorded after the first one's components (the flow
+  /// drivers: the pressure after the velocity).
+  void also(const assembly::FunctionSpace& W);
+  /// Collective: the values of u (consistent, the space's DOF layout) at t, and of `w` (the
+  /// field of also()).
+  void record(double t, std::span<const double> u, std::span<const double> w = {});
   bool empty() const noexcept { return probes_.empty(); }
   nlohmann::json json() const;
 
@@ -98,6 +102,8 @@ class Probes {
   const Run* run_;
   int components_;
   std::optional<assembly::PointEvaluator> evaluator_;  // the points, in this process's part
+  std::optional<assembly::PointEvaluator> also_;       // the second field's
+  std::vector<double> coordinates_;
   std::vector<Probe> probes_;
 };
 
