@@ -26,7 +26,7 @@ struct FlowOptions {
   bool navier_stokes = false;
   double viscosity = 1, density = 1;
   std::vector<std::string> velocity, outflow, probes;  // probes: --probe x,y[,z]
-  std::string body_force, drag, pressure_difference, exact, exact_pressure;
+  std::string body_force, drag, flux, pressure_difference, exact, exact_pressure;
   bool symmetric = false;
   int picard = 3, max_iterations = 30;
   std::string scheme = "ipcs";
@@ -138,6 +138,8 @@ void run_flow(const FlowOptions& o) {
   if (body_force) flow.body_force = *body_force;
   std::vector<index_t> drag_nodes;
   if (!o.drag.empty()) drag_nodes = flow::boundary_nodes(W->velocity(), {facet_tag(mesh, "--drag", o.drag)});
+  std::optional<assembly::FacetSet> flux_facets;
+  if (!o.flux.empty()) flux_facets = assembly::FacetSet{{facet_tag(mesh, "--flux", o.flux)}};
   std::optional<assembly::PointEvaluator> pressure_points;
   if (!o.pressure_difference.empty())
     pressure_points.emplace(W->pressure(), two_points(o.pressure_difference, mesh.gdim()));
@@ -164,6 +166,7 @@ void run_flow(const FlowOptions& o) {
       const auto p = pressure_points->evaluate(W->pressure_part(x));
       put("pressure_difference", p[0] - p[1]);
     }
+    if (flux_facets) put("flux", assembly::boundary_flux(W->velocity(), W->velocity_part(x), *flux_facets));
   };
   const auto record = [&](double t, std::span<const double> x) {
     probes.record(t, W->velocity_part(x), W->pressure_part(x));
@@ -401,6 +404,11 @@ void run_flow(const FlowOptions& o) {
     };
     fmt::print(out, "force       on {}: drag {:.8g}, lift {:.8g}\n", o.drag, last("drag"), last("lift"));
   }
+  if (flux_facets) {
+    const auto& v = flow_json["flux"];
+    fmt::print(out, "flux        through {}: {:.8g}\n", o.flux,
+               v.is_array() ? v.back().get<double>() : v.get<double>());
+  }
   if (pressure_points) {
     const auto& v = flow_json["pressure_difference"];
     fmt::print(out, "pressure    difference {:.8g}\n",
@@ -440,6 +448,7 @@ void add_flow_command(CLI::App& app, bool navier_stokes) {
                 "viscous term 2μ ε(u):ε(v) instead of μ ∇u:∇v (outflow: zero physical traction)");
   cmd->add_option("--drag", o->drag,
                   "the force on facets TAG: flow.drag (x) and flow.lift (y), per unit depth in 2D");
+  cmd->add_option("--flux", o->flux, "∮ u·n over facets TAG (n outward): flow.flux");
   cmd->add_option("--pressure-difference", o->pressure_difference,
                   "X1,Y1:X2,Y2: flow.pressure_difference p(1) − p(2)");
   cmd->add_option(

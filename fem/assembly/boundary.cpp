@@ -384,6 +384,91 @@ void assemble_neumann(const FunctionSpace& V, std::span<const Neumann> condition
   }
 }
 
+double boundary_flux(const FunctionSpace& V, std::span<const double> u, const FacetSet& where) {
+  const Mesh& mesh = V.mesh();
+  const int dim = mesh.tdim(), gdim = mesh.gdim();
+  FEM_EXPECTS(V.components() == gdim && dim == gdim && dim >= 2,
+              "boundary_flux: a field with one component per coordinate on a 2D or 3D mesh, not {}",
+              V.name());
+  FEM_EXPECTS(u.size() == static_cast<std::size_t>(V.num_dofs()), "boundary_flux: u has {} entries, {} {}",
+              u.size(), V.name(), V.num_dofs());
+  // The boundary facets, each with its vertices in the owning cell's order and that cell (for the
+  // outward side), kept when `where` has them.
+  const auto bf = gpu::find_boundary_facets(gpu::Executor::host(), mesh);
+  const int nvf = bf.vertices_per_facet;
+  std::vector<FacetKey> keys;
+  if (!where.whole_boundary) {
+    int n = 0;
+    const auto selected = select_facets(mesh, where, n);
+    for (std::size_t f = 0; f < selected.size() / static_cast<std::size_t>(n); ++f)
+      keys.push_back(facet_key(&selected[f * static_cast<std::size_t>(n)], n));
+    std::sort(keys.begin(), keys.end());
+    std::vector<FacetKey> boundary;
+    for (index_t f = 0; f < bf.size(); ++f)
+      boundary.push_back(facet_key(&bf.vertices[static_cast<std::size_t>(f) * nvf], nvf));
+    std::sort(boundary.begin(), boundary.end());
+    for (std::size_t f = 0; f < keys.size(); ++f)
+      if (!std::binary_search(boundary.begin(), boundary.end(), keys[f]))
+        throw InvalidArgument(fmt::format("mesh '{}': the flux through {} has an interior facet (at {})",
+                                          mesh.source(), where.describe(mesh),
+                                          point_text(mesh.node(keys[f][0]))));
+  }
+  int npf = 0;
+  const auto nodes = facet_nodes(V, bf.vertices, nvf, npf);
+  const CellType facet_element = cell_info(V.element()).facet, facet_geometry = mesh.facet_info().type;
+  const CellType vertex_facet = first_order(facet_geometry);
+  const Quadrature& q = quadrature(vertex_facet, 2 * V.degree() + 2);
+  const int fdim = dim - 1, nq = q.size(), ngv = nvf;
+  std::vector<double> phi(static_cast<std::size_t>(nq * npf)), psi(static_cast<std::size_t>(nq * ngv)),
+      dpsi(static_cast<std::size_t>(nq * ngv * fdim)),
+      scratch(static_cast<std::size_t>(std::max(npf, ngv) * 3));
+  for (int k = 0; k < nq; ++k) {
+    const double* xi = &q.points[static_cast<std::size_t>(k * fdim)];
+    lagrange_eval(vertex_facet, xi, &psi[static_cast<std::size_t>(k * ngv)],
+                  &dpsi[static_cast<std::size_t>(k * ngv * fdim)]);
+    lagrange_eval(facet_element, xi, &phi[static_cast<std::size_t>(k * npf)], scratch.data());
+  }
+  double flux = 0;
+  for (index_t f = 0; f < bf.size(); ++f) {
+    const index_t* v = &bf.vertices[static_cast<std::size_t>(f) * nvf];
+    if (!where.whole_boundary && !std::binary_search(keys.begin(), keys.end(), facet_key(v, nvf))) continue;
+    // The outward normal: the facet's normal pointing away from its cell's vertex centroid.
+    const auto cell = mesh.cell(bf.cell[static_cast<std::size_t>(f)]);
+    const int ncv = mesh.cell_info().num_vertices;
+    double centre[3] = {}, mid[3] = {};
+    for (int a = 0; a < ncv; ++a)
+      for (int d = 0; d < gdim; ++d) centre[d] += mesh.node(cell[static_cast<std::size_t>(a)])[d] / ncv;
+    for (int a = 0; a < nvf; ++a)
+      for (int d = 0; d < gdim; ++d) mid[d] += mesh.node(v[a])[d] / nvf;
+    for (int k = 0; k < nq; ++k) {
+      double t[2][3] = {};
+      for (int a = 0; a < ngv; ++a)
+        for (int d = 0; d < gdim; ++d)
+          for (int b = 0; b < fdim; ++b)
+            t[b][d] += dpsi[static_cast<std::size_t>((k * ngv + a) * fdim + b)] * mesh.node(v[a])[d];
+      double n[3];
+      if (fdim == 1) {
+        n[0] = t[0][1], n[1] = -t[0][0], n[2] = 0;
+      } else {
+        n[0] = t[0][1] * t[1][2] - t[0][2] * t[1][1];
+        n[1] = t[0][2] * t[1][0] - t[0][0] * t[1][2];
+        n[2] = t[0][0] * t[1][1] - t[0][1] * t[1][0];
+      }
+      double side = 0;
+      for (int d = 0; d < gdim; ++d) side += n[d] * (mid[d] - centre[d]);
+      const double sign = side < 0 ? -1.0 : 1.0;  // |n| is the measure: n·u dξ = u·n̂ ds
+      const double* ph = &phi[static_cast<std::size_t>(k * npf)];
+      for (int i = 0; i < npf; ++i) {
+        const auto node = static_cast<std::size_t>(nodes[static_cast<std::size_t>(f) * npf + i]);
+        double un = 0;
+        for (int d = 0; d < gdim; ++d) un += u[node * gdim + d] * n[d];
+        flux += q.weights[static_cast<std::size_t>(k)] * sign * ph[i] * un;
+      }
+    }
+  }
+  return flux;
+}
+
 namespace {
 
 void integrate_flux(const FunctionSpace& V, const Neumann& n, const SelectedFacets& facets,

@@ -41,6 +41,12 @@ struct SelectedFacets {
 };
 SelectedFacets select_facet_geometry(const Mesh& mesh, const FacetSet& set);
 
+/// ∮ u·n over the boundary facets of `where`, n the outward unit normal, for a field u of V with
+/// one component per coordinate (a velocity: the flux through an inlet or outlet). The trace is
+/// integrated exactly for P1, P2, Q1, Q2 on the facets' vertex geometry (straight facets).
+/// Interior facets of `where` are an InvalidArgument naming one.
+double boundary_flux(const FunctionSpace& V, std::span<const double> u, const FacetSet& where);
+
 /// The space nodes on each facet (vertex nodes, then edge nodes), nodes_per_facet per facet,
 /// in the order of the facet's Lagrange element.
 std::vector<index_t> facet_nodes(const FunctionSpace& V, std::span<const index_t> facet_vertices,

@@ -99,7 +99,7 @@ runs = [
               "--probe", "0.5,0.5"], {0}),
     ("flow", ["navier-stokes", "gen:square-tri3:6", "--velocity", "left=y*(1-y),0", "--velocity", "top=0,0",
               "--velocity", "bottom=0,0", "--outflow", "right", "--dt", "0.05", "--steps", "3", "--drag", "bottom",
-              "--output", os.path.join(work, "ns.pvd")], {0}),
+              "--flux", "right", "--output", os.path.join(work, "ns.pvd")], {0}),
     ("flow", ["navier-stokes", "gen:square-tri3:4", "--velocity", "all=0,0", "--velocity", "top=1,0",
               "--dt", "0.05", "--steps", "3", "--scheme", "bdf2", "--drag", "bottom"], {0}),
     ("modes", ["modes", "gen:square-tri3:16", "--count", "4", "--dirichlet", "all=0"], {0}),

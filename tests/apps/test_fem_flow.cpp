@@ -18,7 +18,7 @@ TEST(FemFlow, StokesPoiseuilleIsExact) {
   const auto dir = temp_dir();
   const auto j = run_json(
       "stokes gen:square-quad4:4 --viscosity 0.5 --velocity all='y*(1-y)',0 --exact 'y*(1-y)',0 "
-      "--exact-pressure '-x' --probe 0.3,0.4 -q",
+      "--exact-pressure '-x' --probe 0.3,0.4 --flux right -q",
       dir);
   // The probe: u = y(1 − y), v = 0 and the zero-mean p = −(x − ½), interpolated between the nodes.
   const auto probe = j["probes"][0]["values"][0];
@@ -26,6 +26,7 @@ TEST(FemFlow, StokesPoiseuilleIsExact) {
   EXPECT_NEAR(probe[0].get<double>(), 0.24, 1e-12);
   EXPECT_NEAR(probe[1].get<double>(), 0.0, 1e-12);
   EXPECT_NEAR(probe[2].get<double>(), 0.2, 1e-11);
+  EXPECT_NEAR(j["flow"]["flux"].get<double>(), 1.0 / 6, 1e-12);  // ∫ y(1 − y) dy
   EXPECT_LT(j["error"]["l2"].get<double>(), 1e-12);
   EXPECT_LT(j["pressure_error"]["l2"].get<double>(), 1e-11);
   EXPECT_EQ(j["solution"]["normalization"], "zero_mean_pressure");

@@ -88,6 +88,16 @@ TEST_F(TaylorHood, PoiseuilleIsExactToRounding) {
     const auto p = W->pressure_part(w);
     for (std::size_t i = 0; i < p.size(); ++i) e = std::max(e, std::abs(p[i] + 2 * nu * (c[i * dim] - 0.5)));
     EXPECT_LT(e, 1e-10) << fem::cell_info(type).name;
+    // The flux through the outlet x = 1: ∫ y(1 − y) = 1/6 (times 1 in z); the inlet's is −1/6,
+    // the whole boundary's 0.
+    const auto& mesh = W->mesh();
+    const int fdim = mesh.tdim() - 1;
+    EXPECT_NEAR(
+        boundary_flux(W->velocity(), W->velocity_part(w), FacetSet{{mesh.resolve_tag("right", fdim)}}),
+        1.0 / 6, 1e-12);
+    EXPECT_NEAR(boundary_flux(W->velocity(), W->velocity_part(w), FacetSet{{mesh.resolve_tag("left", fdim)}}),
+                -1.0 / 6, 1e-12);
+    EXPECT_NEAR(boundary_flux(W->velocity(), W->velocity_part(w), FacetSet::all()), 0.0, 1e-12);
   }
 }
 
