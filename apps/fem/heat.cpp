@@ -333,8 +333,9 @@ void add_heat(CLI::App& app) {
       ->check(non_negative_number());
   cmd->add_option("--dt-max", o->dt_max, "--adaptive: the largest step (0, the default: none)")
       ->check(non_negative_number());
-  cmd->add_option("--probe", o->probes,
-                  "record u at x,y[,z] after every step, interpolated in the cell that holds the point (JSON probes)")
+  cmd->add_option(
+         "--probe", o->probes,
+         "record u at x,y[,z] after every step, interpolated in the cell that holds the point (JSON probes)")
       ->allow_extra_args(false);
   cmd->add_option(
       "--conductivity-law", o->law,

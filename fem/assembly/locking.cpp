@@ -17,7 +17,8 @@ std::string Locking::warning() const {
   return fmt::format(
       "volumetric locking: a nearly incompressible material (lambda/mu = {:.3g}) with a degree-{} "
       "displacement on cells of size h/L = {:.3g} (indicator (lambda/mu)(h/L)^2 = {:.3g} > {:g}): the "
-      "displacement is too stiff, and refining helps only slowly; use the mixed u-p formulation (Taylor-Hood: "
+      "displacement is too stiff, and refining helps only slowly; use the mixed u-p formulation "
+      "(Taylor-Hood: "
       "--formulation up), or a degree-2 space (P2/Q2: --order 2)",
       lambda_over_mu, degree, h_over_L, indicator, kIndicator);
 }
