@@ -25,10 +25,10 @@ struct FlowOptions {
   CommonOptions common;
   bool navier_stokes = false;
   double viscosity = 1, density = 1;
-  std::vector<std::string> velocity, outflow, probes;  // probes: --probe x,y[,z]
+  std::vector<std::string> velocity, outflow, traction, probes;  // probes: --probe x,y[,z]
   std::string body_force, drag, flux, pressure_difference, exact, exact_pressure;
   bool symmetric = false;
-  int picard = 3, max_iterations = 30;
+  int picard = 3, max_iterations = 30, lag = 1;
   std::string scheme = "ipcs";
   double dt = 0;
   int steps = 0, every = 0;
@@ -89,6 +89,7 @@ void run_flow(const FlowOptions& o) {
 
   std::vector<assembly::Dirichlet> conditions;
   std::vector<int> outflow_tags;
+  std::vector<assembly::Neumann> tractions;
   std::vector<Expression> keep;
   std::optional<assembly::VectorFunction> body_force, exact, exact_pressure;
   std::vector<Expression> timed;  // expressions in t, set per step
@@ -103,6 +104,16 @@ void run_flow(const FlowOptions& o) {
         }
     }
     for (const auto& tag : o.outflow) outflow_tags.push_back(facet_tag(mesh, "--outflow", tag));
+    for (const auto& [tag, expr] : tagged_values(mesh, "--traction", o.traction)) {
+      if (tag == "all")
+        throw Error("--traction all: name the outflow's facets (the velocity is given elsewhere)");
+      const auto parts = vector_expression(run, "--traction " + tag, expr, dim);
+      for (const auto& e : parts)
+        if (e && e->uses_time())
+          throw Error(fmt::format(
+              "--traction {}='{}': a traction is constant in time here (t is not allowed)", tag, expr));
+      tractions.push_back({facets(mesh, "--traction", tag), vector_function(parts)});
+    }
     if (!o.body_force.empty()) {
       auto parts = vector_expression(run, "--body-force", o.body_force, dim);
       for (auto& p : parts) timed.push_back(*p);
@@ -130,12 +141,17 @@ void run_flow(const FlowOptions& o) {
   w = Stopwatch();
   const auto bc = assembly::dirichlet_values(W->velocity(), conditions);
   run.constrained_dofs = static_cast<std::int64_t>(bc.dofs.size());
-  const bool free_pressure = outflow_tags.empty();
+  const bool free_pressure = outflow_tags.empty() && tractions.empty();
   assembly::Flow flow = o.navier_stokes ? assembly::Flow::navier_stokes(o.viscosity, o.density)
                                         : assembly::Flow::stokes(o.viscosity);
   flow.density = o.density;
   flow.symmetric_gradient = o.symmetric;
   if (body_force) flow.body_force = *body_force;
+  if (!tractions.empty()) {  // ∫ g·v on the velocity: constant in time
+    auto load = std::make_shared<std::vector<double>>(static_cast<std::size_t>(W->pressure_offset()), 0.0);
+    assembly::assemble_neumann(W->velocity(), tractions, *load);
+    flow.load = load;
+  }
   std::vector<index_t> drag_nodes;
   if (!o.drag.empty()) drag_nodes = flow::boundary_nodes(W->velocity(), {facet_tag(mesh, "--drag", o.drag)});
   std::optional<assembly::FacetSet> flux_facets;
@@ -185,6 +201,7 @@ void run_flow(const FlowOptions& o) {
     so.picard_steps = o.picard;
     so.newton.linear = linear;
     so.newton.max_iterations = o.max_iterations;
+    if (o.lag > 1) so.newton.lagging = newton::Lagging::fixed(o.lag);
     if (run.prints() && o.navier_stokes) so.newton.monitor = newton::text_monitor(run.out());
     steady = flow::solve_steady(W, flow, bc, free_pressure, state, so, name, run.store(), solver);
     const auto& r = steady->newton;
@@ -221,6 +238,7 @@ void run_flow(const FlowOptions& o) {
       p.viscosity = o.viscosity;
       p.density = o.density;
       p.convection = true;
+      p.load = flow.load;
       if (body_force)
         p.body_force = [&](double t, const double* x, double* f) {
           set_time(t);
@@ -443,6 +461,11 @@ void add_flow_command(CLI::App& app, bool navier_stokes) {
                   "do-nothing outflow on facets TAG (μ∂u/∂n − p n = 0; unsteady: p = 0 there). None: the "
                   "velocity is given on the whole boundary and p is found with zero mean")
       ->allow_extra_args(false);
+  cmd->add_option(
+         "--traction", o->traction,
+         "σ·n = g on outflow facets: TAG=EXPR,EXPR[,EXPR] (σ the form's stress: μ∇u − pI, or 2με(u) − pI "
+         "with --symmetric-gradient); constant in time")
+      ->allow_extra_args(false);
   cmd->add_option("--body-force", o->body_force, "f as EXPR,EXPR[,EXPR]");
   cmd->add_flag("--symmetric-gradient", o->symmetric,
                 "viscous term 2μ ε(u):ε(v) instead of μ ∇u:∇v (outflow: zero physical traction)");
@@ -464,6 +487,9 @@ void add_flow_command(CLI::App& app, bool navier_stokes) {
   if (navier_stokes) {
     cmd->add_option("--picard", o->picard, "Picard iterations before Newton (default 3)")->check(at_least(0));
     cmd->add_option("--max-iterations", o->max_iterations, "Newton's iteration limit (default 30)")
+        ->check(at_least(1));
+    cmd->add_option("--lag", o->lag,
+                    "steady: reuse each Newton Jacobian for K iterations (default 1: full Newton)")
         ->check(at_least(1));
     cmd->add_option("--dt", o->dt, "unsteady: the time step")->check(positive_number());
     cmd->add_option("--steps", o->steps, "unsteady: the number of steps")->check(at_least(1));

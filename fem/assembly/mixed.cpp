@@ -279,11 +279,17 @@ void flow_into(const MixedSpace& W, const Flow& flow, std::span<const double> w,
         }
         if (!F.empty())
           for (std::size_t i = 0; i < n; ++i) F[static_cast<std::size_t>(cd[i])] += R[i];
+
         if (!values.empty()) {
           const index_t* s = &slots[static_cast<std::size_t>(c) * n * n];
           for (std::size_t e = 0; e < n * n; ++e) values[static_cast<std::size_t>(s[e])] += A[e];
         }
       });
+  if (!F.empty() && flow.load) {
+    FEM_EXPECTS(flow.load->size() == static_cast<std::size_t>(W.pressure_offset()),
+                "flow: the load has {} entries, the velocity {}", flow.load->size(), W.pressure_offset());
+    for (std::size_t i = 0; i < flow.load->size(); ++i) F[i] -= (*flow.load)[i];
+  }
 }
 
 std::vector<double> up_cell_stress(const MixedSpace& W, const Flow& flow, std::span<const double> w) {
@@ -324,6 +330,50 @@ std::vector<double> up_cell_stress(const MixedSpace& W, const Flow& flow, std::s
       stress[static_cast<std::size_t>(c) * 6 + static_cast<std::size_t>(k)] = sum[k] / area;
   });
   return stress;
+}
+
+void mixed_into(const MixedSpace& W, const MixedKernel& kernel, int quadrature_degree,
+                std::span<const double> w, std::span<double> values, std::span<double> F) {
+  FEM_EXPECTS(kernel != nullptr, "mixed_into: no kernel");
+  FEM_EXPECTS(w.size() == static_cast<std::size_t>(W.num_dofs()),
+              "mixed_into: w has {} entries, the space {}", w.size(), W.num_dofs());
+  FEM_EXPECTS(values.empty() || values.size() == static_cast<std::size_t>(W.pattern()->nnz()),
+              "mixed_into: {} matrix values for a pattern of {}", values.size(), W.pattern()->nnz());
+  FEM_EXPECTS(F.empty() || F.size() == w.size(), "mixed_into: F has {} entries, the space {}", F.size(),
+              W.num_dofs());
+  std::fill(values.begin(), values.end(), 0.0);
+  const auto n = static_cast<std::size_t>(W.dofs_per_cell());
+  const int dim = W.dim();
+  const auto& slots = W.plan().connectivity.element_slots;
+  const auto dofs = W.cell_dofs();
+  for_each_cell(
+      W, quadrature_degree, [&](index_t c, const std::vector<Point>& points, const Table& U, const Table& P) {
+        thread_local std::vector<double> A, R, x, weight, xs, grad;
+        A.assign(values.empty() ? 0 : n * n, 0.0);
+        R.assign(n, 0.0);
+        x.resize(n);
+        const index_t* cd = &dofs[static_cast<std::size_t>(c) * n];
+        for (std::size_t i = 0; i < n; ++i) x[i] = w[static_cast<std::size_t>(cd[i])];
+        const auto nq = static_cast<std::size_t>(U.nq), nu = static_cast<std::size_t>(U.n);
+        weight.resize(nq);
+        xs.resize(nq * 3);
+        grad.resize(nq * nu * static_cast<std::size_t>(dim));
+        for (std::size_t q = 0; q < nq; ++q) {
+          weight[q] = points[q].weight;
+          std::copy(points[q].x.begin(), points[q].x.end(), xs.begin() + static_cast<std::ptrdiff_t>(q * 3));
+          std::copy(points[q].g.begin(), points[q].g.end(),
+                    grad.begin() + static_cast<std::ptrdiff_t>(q * nu * static_cast<std::size_t>(dim)));
+        }
+        MixedCell cell{c,         dim,          U.nq,        U.n,          P.n,     weight.data(),
+                       xs.data(), U.phi.data(), grad.data(), P.phi.data(), x.data()};
+        kernel(cell, A.empty() ? nullptr : A.data(), F.empty() ? nullptr : R.data());
+        if (!F.empty())
+          for (std::size_t i = 0; i < n; ++i) F[static_cast<std::size_t>(cd[i])] += R[i];
+        if (!values.empty()) {
+          const index_t* s = &slots[static_cast<std::size_t>(c) * n * n];
+          for (std::size_t e = 0; e < n * n; ++e) values[static_cast<std::size_t>(s[e])] += A[e];
+        }
+      });
 }
 
 void velocity_mass_into(const MixedSpace& W, double density, std::span<double> values) {

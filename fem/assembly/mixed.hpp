@@ -86,6 +86,9 @@ struct Flow {
   bool symmetric_gradient = false;  ///< 2ν ε(u):ε(v) (tractions are physical at an outflow)
   Linearization linearization = Linearization::newton;
   VectorFunction body_force;  ///< f (dim components); null: none
+  /// Assembled loads on the velocity's DOFs, subtracted from F_v (∫ g·v of tractions:
+  /// assemble_neumann on W.velocity()); null: none.
+  std::shared_ptr<const std::vector<double>> load;
   /// 1/κ of a nearly incompressible material: the continuity residual becomes
   /// F_q = −∫ q div u − ∫ (1/κ) p q (u–p elasticity: κ = λ, p = −λ div u). 0: incompressible.
   double compressibility = 0;
@@ -125,6 +128,32 @@ std::vector<double> up_cell_stress(const MixedSpace& W, const Flow& flow, std::s
 /// matrix and −F(0) the load.
 void flow_into(const MixedSpace& W, const Flow& flow, std::span<const double> w, std::span<double> values,
                std::span<double> F);
+
+/// What a user's block kernel sees on one cell (mixed_into): the quadrature points with their
+/// weights (w·|det J|) and coordinates, the velocity basis's values and physical gradients, the
+/// pressure basis's values, and the cell's values of the state w. Local DOF order: the velocity's
+/// (node a, component k) at a·dim + k, then the pressure's at velocity_dofs() + m.
+struct MixedCell {
+  index_t cell = -1;
+  int dim = 0, points = 0, velocity_nodes = 0, pressure_nodes = 0;
+  const double* weight = nullptr;    ///< [q]
+  const double* x = nullptr;         ///< [q·3 + d]
+  const double* phi = nullptr;       ///< velocity basis [q·velocity_nodes + a]
+  const double* grad_phi = nullptr;  ///< its physical gradients [(q·velocity_nodes + a)·dim + d]
+  const double* psi = nullptr;       ///< pressure basis [q·pressure_nodes + m]
+  const double* w = nullptr;         ///< the cell's values of the state (local DOF order)
+  int velocity_dofs() const noexcept { return velocity_nodes * dim; }
+  int dofs() const noexcept { return velocity_dofs() + pressure_nodes; }
+};
+/// A user's block kernel: adds the element matrix A (dofs × dofs, row-major; null when only the
+/// residual is wanted) and the element residual R (dofs; null when only the matrix is wanted).
+using MixedKernel = std::function<void(const MixedCell& cell, double* A, double* R)>;
+/// Assembles a user's block forms on W through the same plan and element-to-slot map as
+/// flow_into: the matrix into values (zeroed first; may be empty) and the residual added into F
+/// (may be empty), at the state w, with a quadrature exact to `quadrature_degree` on affine cells.
+/// The kernel is called from several threads at once (colours of cells that share no DOF).
+void mixed_into(const MixedSpace& W, const MixedKernel& kernel, int quadrature_degree,
+                std::span<const double> w, std::span<double> values, std::span<double> F);
 
 /// The velocity mass matrix ∫ρ u·v (zero pressure block), on W.pattern(), into values (zeroed first).
 void velocity_mass_into(const MixedSpace& W, double density, std::span<double> values);

@@ -277,6 +277,8 @@ void ProjectionStepper::step() {
     assembly::flow_into(W, load, tmp, {}, F);  // −∫f v
     for (std::size_t i = 0; i < nv; ++i) rhs[i] -= F[i];
   }
+  if (p_.load)
+    for (std::size_t i = 0; i < nv; ++i) rhs[i] += (*p_.load)[i];
   // rhs −= 3/2 Cⁿ − ½ Cⁿ⁻¹ (Adams–Bashforth 2; forward Euler the first step).
   for (std::size_t i = 0; i < nv; ++i)
     rhs[i] -= s.have_prev ? 1.5 * conv[i] - 0.5 * s.convection_prev[i] : conv[i];

@@ -95,6 +95,8 @@ struct Projection {
   bool convection = true;
   /// f at t (dim values); null: none.
   std::function<void(double t, const double* x, double* f)> body_force;
+  /// Assembled loads on the velocity DOFs (∫ g·v of tractions), constant in time; null: none.
+  std::shared_ptr<const std::vector<double>> load;
   /// Velocity DOFs of W->velocity() with their values at t.
   time::Dirichlet velocity;
   /// Pressure DOFs of W->pressure() where p = 0 (a do-nothing outflow); empty: p is free up to a

@@ -34,6 +34,23 @@ TEST(FemFlow, StokesPoiseuilleIsExact) {
   EXPECT_EQ(j["newton"]["iterations"], 1);  // linear: one solve
 }
 
+// A traction outflow: μ∂u/∂n − p n = (1, 0) at x = 1 fixes p(1) = −1, so p = −x for μ = ½.
+TEST(FemFlow, ATractionFixesThePressure) {
+  const auto dir = temp_dir();
+  const auto j = run_json(
+      "stokes gen:square-tri3:4 --viscosity 0.5 --velocity left='y*(1-y)',0 --velocity top=0,0 --velocity "
+      "bottom=0,0 --traction right=1,0 --exact 'y*(1-y)',0 --exact-pressure '-x' -q",
+      dir);
+  EXPECT_EQ(j["solution"]["normalization"], "outflow");
+  EXPECT_LT(j["error"]["l2"].get<double>(), 1e-12);
+  EXPECT_LT(j["pressure_error"]["l2"].get<double>(), 1e-11);
+  expect_one_line_naming(
+      fem_run(
+          "navier-stokes gen:square-tri3:4 --velocity left=1,0 --traction 'right=t,0' --dt 0.1 --steps 1 -q",
+          dir),
+      "--traction");
+}
+
 // DFG 2D-1: U_max = 0.3, ν = 10⁻³, a cylinder of diameter 0.1: c_D = 2F_x/(Ū²D) = 500 F_x with
 // Ū = 0.2, likewise c_L; the references are 5.57953523384, 0.010618948146 and Δp = 0.11752016697.
 TEST(FemFlow, DfgBenchmark2D1WithinOnePercent) {

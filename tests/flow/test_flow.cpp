@@ -258,6 +258,52 @@ TEST_F(TaylorHood, UpElasticityConvergesWhereP1Locks) {
   EXPECT_LT(std::log2(p1[0] / p1[2]) / 2, 1.9);
 }
 
+// A user's block kernel (mixed_into) for the Stokes forms — μ∇u:∇v − p div v − q div u — gives
+// flow_into's matrix and residual: the extension point sees the same bases, geometry and slots.
+TEST_F(TaylorHood, AUsersBlockKernelGivesTheLibrarysForms) {
+  auto& s = fem::store();
+  s.put("k", fem::mesh::unit_square(fem::CellType::quad4, 3));
+  const MixedSpace W("k");
+  const double mu = 0.7;
+  std::vector<double> w(static_cast<std::size_t>(W.num_dofs()));
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::sin(1.0 + 0.37 * static_cast<double>(i));
+  const MixedKernel stokes = [mu](const MixedCell& c, double* A, double* R) {
+    const int n = c.dofs(), d = c.dim, nv = c.velocity_dofs();
+    for (int q = 0; q < c.points; ++q) {
+      const double* g = c.grad_phi + q * c.velocity_nodes * d;
+      const double* psi = c.psi + q * c.pressure_nodes;
+      double G[2][2] = {}, p = 0;
+      for (int a = 0; a < c.velocity_nodes; ++a)
+        for (int k = 0; k < d; ++k)
+          for (int j = 0; j < d; ++j) G[k][j] += c.w[a * d + k] * g[a * d + j];
+      for (int m = 0; m < c.pressure_nodes; ++m) p += c.w[nv + m] * psi[m];
+      const double wq = c.weight[q], div = G[0][0] + G[1][1];
+      for (int a = 0; a < c.velocity_nodes; ++a)
+        for (int k = 0; k < d; ++k) {
+          if (R) R[a * d + k] += wq * (mu * (G[k][0] * g[a * d] + G[k][1] * g[a * d + 1]) - p * g[a * d + k]);
+          if (!A) continue;
+          for (int b = 0; b < c.velocity_nodes; ++b)
+            A[(a * d + k) * n + b * d + k] += wq * mu * (g[a * d] * g[b * d] + g[a * d + 1] * g[b * d + 1]);
+          for (int m = 0; m < c.pressure_nodes; ++m) {
+            A[(a * d + k) * n + nv + m] -= wq * psi[m] * g[a * d + k];
+            A[(nv + m) * n + a * d + k] -= wq * psi[m] * g[a * d + k];
+          }
+        }
+      if (R)
+        for (int m = 0; m < c.pressure_nodes; ++m) R[nv + m] -= wq * psi[m] * div;
+    }
+  };
+  std::vector<double> mine(static_cast<std::size_t>(W.pattern()->nnz())), theirs(mine.size());
+  std::vector<double> Fm(w.size(), 0.0), Ft(w.size(), 0.0);
+  mixed_into(W, stokes, 7, w, mine, Fm);
+  flow_into(W, fem::assembly::Flow::stokes(mu), w, theirs, Ft);
+  EXPECT_LT(max_difference(mine, theirs), 1e-12);
+  EXPECT_LT(max_difference(Fm, Ft), 1e-12);
+  double size = 0;
+  for (double v : theirs) size = std::max(size, std::abs(v));
+  EXPECT_GT(size, 0.1);  // not two zero matrices
+}
+
 // Picard then Newton on one block pattern: every Jacobian of both on one symbolic analysis; Newton
 // converges quadratically after the Picard steps (a lid-driven cavity at Re = 400).
 TEST_F(TaylorHood, PicardThenNewtonShareOneSymbolicAnalysis) {
