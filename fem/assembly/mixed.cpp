@@ -83,6 +83,7 @@ void for_each_cell(const MixedSpace& W, int degree, Body&& body) {
   const Table U(W.velocity().element(), rule), P(W.pressure().element(), rule);
   const auto& pmap = W.pressure().dofmap();
   const int np = P.n;
+  const bool affine = mesh.cell_type() != CellType::quad4;
   for_each_cell_block(W.plan(), [&](index_t first, index_t last) {
     std::vector<Point> points(static_cast<std::size_t>(rule.size()));
     for (auto& p : points) p.g.resize(static_cast<std::size_t>(U.n * dim));
@@ -92,18 +93,22 @@ void for_each_cell(const MixedSpace& W, int degree, Body&& body) {
         const index_t node = pmap.cell_nodes[static_cast<std::size_t>(c * np + k)];
         for (int i = 0; i < dim; ++i) X[k][i] = pmap.coordinates[static_cast<std::size_t>(node * dim + i)];
       }
+      double J[9] = {}, K[9], det = 0;
       for (int q = 0; q < rule.size(); ++q) {
         Point& p = points[static_cast<std::size_t>(q)];
-        double J[9] = {}, K[9];
         const double* dpsi = &P.grad[static_cast<std::size_t>(q * np * dim)];
         const double* psi = &P.phi[static_cast<std::size_t>(q * np)];
         p.x = {0, 0, 0};
         for (int k = 0; k < np; ++k)
-          for (int i = 0; i < dim; ++i) {
-            p.x[static_cast<std::size_t>(i)] += psi[k] * X[k][i];
-            for (int j = 0; j < dim; ++j) J[i * dim + j] += X[k][i] * dpsi[k * dim + j];
-          }
-        const double det = inverse(dim, J, K);
+          for (int i = 0; i < dim; ++i) p.x[static_cast<std::size_t>(i)] += psi[k] * X[k][i];
+        // Simplices are affine: J once per cell; quadrilaterals at every point.
+        if (q == 0 || !affine) {
+          std::fill(J, J + 9, 0.0);
+          for (int k = 0; k < np; ++k)
+            for (int i = 0; i < dim; ++i)
+              for (int j = 0; j < dim; ++j) J[i * dim + j] += X[k][i] * dpsi[k * dim + j];
+          det = inverse(dim, J, K);
+        }
         if (!(det > 0))
           throw InvalidArgument(fmt::format(
               "Taylor–Hood assembly: cell {} of mesh '{}' is inverted or degenerate (det J = {:.3g} at a "
@@ -227,10 +232,11 @@ void flow_into(const MixedSpace& W, const Flow& flow, std::span<const double> w,
           for (int a = 0; a < nu_; ++a)
             for (int k = 0; k < dim; ++k) {
               double r = 0;
-              for (int j = 0; j < dim; ++j) {
-                const double flux = flow.symmetric_gradient ? G[k][j] + G[j][k] : G[k][j];
-                r += nu * flux * g[a * dim + j];
-              }
+              if (nu != 0)
+                for (int j = 0; j < dim; ++j) {
+                  const double flux = flow.symmetric_gradient ? G[k][j] + G[j][k] : G[k][j];
+                  r += nu * flux * g[a * dim + j];
+                }
               r -= p * g[a * dim + k];
               if (convection) {
                 double adv = 0;

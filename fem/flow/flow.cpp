@@ -243,9 +243,25 @@ ProjectionStepper::ProjectionStepper(Store& store, Projection problem, double dt
       make_solver(s.pressure_key, constrained(pressure.matrix(assembly::Diffusion{}), p_.pressure_dofs));
   s.g.assign(p_.velocity.dofs.size(), 0.0);
   inertia_.assign(static_cast<std::size_t>(W.pressure_offset()), 0.0);
+  change_.assign(inertia_.size(), 0.0);
 }
 
 ProjectionStepper::~ProjectionStepper() = default;
+
+std::span<const double> ProjectionStepper::inertia() const {
+  if (inertia_ready_) return inertia_;
+  const Impl& s = *impl_;
+  const int dim = p_.W->dim();
+  const auto n = static_cast<std::size_t>(s.scalar->num_dofs()), d = static_cast<std::size_t>(dim);
+  std::vector<double> du(n), Mdu(n);
+  for (std::size_t k = 0; k < d; ++k) {
+    for (std::size_t i = 0; i < n; ++i) du[i] = change_[i * d + k];
+    s.M->multiply(du, Mdu);
+    for (std::size_t i = 0; i < n; ++i) inertia_[i * d + k] = Mdu[i];
+  }
+  inertia_ready_ = true;
+  return inertia_;
+}
 
 index_t ProjectionStepper::matrices() const noexcept {
   return static_cast<index_t>(2 * impl_->groups.size() + 1);
@@ -346,17 +362,9 @@ void ProjectionStepper::step() {
   for (double& v : rhs) v *= -dt_;
   std::vector<double> u_next(nv);
   solve_velocity(*s.M, false, u_star, rhs, u_next);
-  // The inertia of the step, M (u^{n+1} − uⁿ)/dt, for force().
-  std::vector<double> du(n), Mdu(n);
-  for (int k = 0; k < dim; ++k) {
-    for (std::size_t i = 0; i < n; ++i)
-      du[i] = (u_next[i * static_cast<std::size_t>(dim) + static_cast<std::size_t>(k)] -
-               w_[i * static_cast<std::size_t>(dim) + static_cast<std::size_t>(k)]) /
-              dt_;
-    s.M->multiply(du, Mdu);
-    for (std::size_t i = 0; i < n; ++i)
-      inertia_[i * static_cast<std::size_t>(dim) + static_cast<std::size_t>(k)] = Mdu[i];
-  }
+  // The step's velocity change, for the inertia force() may ask for (computed then).
+  for (std::size_t i = 0; i < nv; ++i) change_[i] = (u_next[i] - w_[i]) / dt_;
+  inertia_ready_ = false;
   std::copy(u_next.begin(), u_next.end(), w_.begin());
   for (std::size_t i = 0; i < np; ++i) w_[nv + i] += phi[i];
   t_ = t1;

@@ -116,7 +116,8 @@ class ProjectionStepper {
   /// The mixed vector (u, p) at t().
   std::span<const double> w() const noexcept { return w_; }
   /// ρ M (u^{n+1} − u^n)/dt of the last step on the velocity DOFs: force()'s inertia.
-  std::span<const double> inertia() const noexcept { return inertia_; }
+  /// (Computed on the first call after a step.)
+  std::span<const double> inertia() const;
   index_t steps() const noexcept { return steps_; }
   /// The distinct matrices factorized (2 per velocity constraint set, and the pressure's).
   index_t matrices() const noexcept;
@@ -126,7 +127,9 @@ class ProjectionStepper {
   Store& store_;
   Projection p_;
   double dt_ = 0, t_ = 0;
-  std::vector<double> w_, inertia_;
+  std::vector<double> w_, change_;       // change_: (u^{n+1} − uⁿ)/dt
+  mutable std::vector<double> inertia_;  // M change_, when asked for
+  mutable bool inertia_ready_ = true;
   index_t steps_ = 0;
   std::unique_ptr<Impl> impl_;
 };
