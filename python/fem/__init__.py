@@ -38,6 +38,8 @@ from ._fem import (  # noqa: F401  (the public API)
     Store,
     TypeError,
     backends,
+    flow_sizes,
+    solve_flow,
     check_mesh,
     factor_key,
     factorization,

@@ -196,6 +196,7 @@ void bind_solve(py::module_& m);
 void bind_newton(py::module_& m);
 void bind_eigen(py::module_& m);
 void bind_time(py::module_& m);
+void bind_flow(py::module_& m);
 void bind_table(py::module_& m);
 
 }  // namespace fem::python

@@ -86,5 +86,6 @@ PYBIND11_MODULE(_fem, m) {
   bind_newton(m);
   bind_eigen(m);
   bind_time(m);
+  bind_flow(m);
   bind_table(m);
 }
