@@ -203,11 +203,13 @@ TEST(Drivers, ModesAreTheSerialEigenvalues) {
         EXPECT_NEAR(a[i], b[i], 1e-8 * std::abs(b[i]) + 1e-12) << args << " " << i;
       EXPECT_LT(dist["eigen"]["orthogonality_max"].get<double>(), 1e-10);
       EXPECT_TRUE(dist["eigen"]["converged"].get<bool>());
-      if (serial["eigen"].contains("sturm_count"))
+      if (serial["eigen"].contains("sturm_count")) {
         EXPECT_EQ(dist["eigen"]["sturm_count"], serial["eigen"]["sturm_count"]);
-      if (serial.contains("effective_mass"))
+      }
+      if (serial.contains("effective_mass")) {
         EXPECT_NEAR(dist["effective_mass"]["cumulative_share"]["y"].get<double>(),
                     serial["effective_mass"]["cumulative_share"]["y"].get<double>(), 1e-8);
+      }
     }
   }
 }
@@ -289,8 +291,9 @@ TEST(Drivers, HeatFactorizesOnceAndEndsWhereTheSerialRunEnds) {
     // One counter contract: the distributed run's cache counters are the serial run's.
     const auto serial_json = json(sj);
     for (const char* counter : {"symbolic_analyses", "factorizations", "solves", "cache_hits"})
-      if (matrices == 1 || std::string(counter) != "symbolic_analyses")  // MUMPS analyses each new matrix
+      if (matrices == 1 || std::string(counter) != "symbolic_analyses") {  // MUMPS analyses each new matrix
         EXPECT_EQ(js["cache"][counter], serial_json["cache"][counter]) << counter;
+      }
     EXPECT_EQ(js["cache"]["factorizations"], matrices);
     EXPECT_EQ(js["cache"]["solves"], 10);
     // The last frame: the .pvtu pieces, read back and matched to the serial frame by point.
