@@ -33,6 +33,7 @@ from ._fem import (  # noqa: F401  (the public API)
     LockingWarning,
     Mesh,
     NotCompiled,
+    ProjectionStepper,
     NumericalError,
     ParseError,
     Store,

@@ -10,8 +10,91 @@
 #include "common.hpp"
 
 namespace fem::python {
+namespace {
+
+struct Projection {
+  std::shared_ptr<const assembly::MixedSpace> W;
+  std::unique_ptr<flow::ProjectionStepper> s;
+};
+
+assembly::DirichletValues velocity_values(const assembly::MixedSpace& W, py::object dofs, py::object values,
+                                          const char* who) {
+  assembly::DirichletValues bc;
+  const auto d = checked_int32(dofs, fmt::format("{}: dofs", who).c_str());
+  bc.dofs.assign(d.begin(), d.end());
+  const DoubleArray v = real_array(values, fmt::format("{}: values", who));
+  FEM_EXPECTS(static_cast<std::size_t>(v.size()) == bc.dofs.size(), "{}: {} values for {} dofs", who,
+              v.size(), bc.dofs.size());
+  const auto x = span_of(v);
+  bc.values.assign(x.begin(), x.end());
+  for (index_t i : bc.dofs)
+    FEM_EXPECTS(i >= 0 && i < W.pressure_offset(), "{}: DOF {} is not a velocity DOF (0 .. {})", who, i,
+                W.pressure_offset() - 1);
+  FEM_EXPECTS(std::is_sorted(bc.dofs.begin(), bc.dofs.end()), "{}: the dofs must be sorted", who);
+  return bc;
+}
+
+}  // namespace
 
 void bind_flow(py::module_& m) {
+  py::class_<Projection>(m, "ProjectionStepper",
+                         "Unsteady Navier–Stokes by incremental pressure correction (fem::flow): its three "
+                         "matrices factorized once for the run. Velocity data constant in time.")
+      .def(py::init([](const std::string& mesh, double dt, py::object dofs, py::object values,
+                       py::object outflow, double viscosity, double density, const std::string& name) {
+             const char* who = "fem.ProjectionStepper";
+             auto self = std::make_unique<Projection>();
+             self->W = std::make_shared<const assembly::MixedSpace>(mesh);
+             const auto bc = velocity_values(*self->W, std::move(dofs), std::move(values), who);
+             flow::Projection p;
+             p.name = name;
+             p.W = self->W;
+             p.viscosity = viscosity;
+             p.density = density;
+             p.velocity.dofs = bc.dofs;
+             p.velocity.values = [g = bc.values](double, std::span<double> out) {
+               std::copy(g.begin(), g.end(), out.begin());
+             };
+             if (!outflow.is_none()) {
+               const auto o = checked_int32(outflow, "fem.ProjectionStepper: outflow");
+               p.pressure_dofs.assign(o.begin(), o.end());
+             }
+             std::vector<double> w(static_cast<std::size_t>(self->W->num_dofs()), 0.0);
+             assembly::set_dirichlet(bc, w);
+             self->s = without_gil([&] {
+               return std::make_unique<flow::ProjectionStepper>(fem::store(), std::move(p), dt, w);
+             });
+             return self;
+           }),
+           py::arg("mesh"), py::arg("dt"), py::arg("dofs"), py::arg("values"),
+           py::arg("outflow") = py::none(), py::arg("viscosity") = 1.0, py::arg("density") = 1.0,
+           py::arg("name") = "fem.ProjectionStepper",
+           "dofs, values: the velocity's Dirichlet data (sorted; the numbering of fem.FunctionSpace(mesh, 2, "
+           "dim)); outflow: pressure DOFs (of fem.FunctionSpace(mesh, 1)) where p = 0; None: p free up to a "
+           "constant. Starts from rest.")
+      .def(
+          "step",
+          [](Projection& self, int count) {
+            FEM_EXPECTS(count >= 1, "fem.ProjectionStepper.step: count {} must be at least 1", count);
+            without_gil([&] {
+              for (int i = 0; i < count; ++i) self.s->step();
+              return 0;
+            });
+          },
+          py::arg("count") = 1, "count steps of dt")
+      .def_property_readonly("t", [](const Projection& self) { return self.s->t(); })
+      .def_property_readonly("steps", [](const Projection& self) { return self.s->steps(); })
+      .def_property_readonly("matrices", [](const Projection& self) { return self.s->matrices(); })
+      .def_property_readonly("velocity",
+                             [](const Projection& self) {
+                               const auto u = self.W->velocity_part(self.s->w());
+                               return to_numpy(std::vector<double>(u.begin(), u.end()));
+                             })
+      .def_property_readonly("pressure", [](const Projection& self) {
+        const auto p = self.W->pressure_part(self.s->w());
+        return to_numpy(std::vector<double>(p.begin(), p.end()));
+      });
+
   m.def(
       "flow_sizes",
       [](const std::string& mesh) {

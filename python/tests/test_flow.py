@@ -42,3 +42,23 @@ def test_navier_stokes_cavity_shares_one_symbolic_analysis():
     assert r["jacobians"] == r["picard_iterations"] + r["newton_iterations"]
     with pytest.raises(fem.InvalidArgument, match="velocity DOF"):
         fem.solve_flow("flow/cavity", np.array([10**6]), np.array([0.0]))
+
+
+def test_projection_stepper_settles_on_poiseuille_factorizing_once():
+    fem.generate_mesh("gen:square-tri3:4", "flow/channel")
+    V, P = fem.FunctionSpace("flow/channel", 2, 2), fem.FunctionSpace("flow/channel", 1)
+    # Inflow y(1 − y) on the left, no-slip walls, the outflow (right side) free: p = 0 there.
+    bx = fem.DirichletBC(V, {"left": lambda x: x[0, 1] * (1 - x[0, 1]), "top": 0.0, "bottom": 0.0}, component=0)
+    by = fem.DirichletBC(V, {"left": 0.0, "top": 0.0, "bottom": 0.0}, component=1)
+    dofs = np.concatenate([bx.dofs, by.dofs])
+    values = np.concatenate([bx.values, by.values])
+    order = np.argsort(dofs)
+    outflow = fem.DirichletBC(P, {"right": 0.0}).dofs
+    before = fem.store.counter("solve.factorizations")
+    s = fem.ProjectionStepper("flow/channel", 0.05, dofs[order], values[order], outflow=outflow, viscosity=1.0)
+    assert s.matrices == 3 and fem.store.counter("solve.factorizations") - before == 3
+    s.step(1200)
+    assert s.steps == 1200 and s.t == pytest.approx(60.0)
+    assert fem.store.counter("solve.factorizations") - before == 3  # none in the steps
+    exact = V.interpolate(lambda x: [x[0, 1] * (1 - x[0, 1]), 0.0])
+    assert np.abs(s.velocity - exact).max() < 1e-8  # settled: the discrete equations hold it exactly
