@@ -1,7 +1,7 @@
 // The distributed half of runtime.cpp (detail/runtime.hpp) on MPI and PETSc: the program's
 // Session, distributing a mesh, a space's IndexMap as its Layout, the PETSc solvers as
 // solve::LinearSolver, and output gathered on rank 0. Handed to libfem_dist_runtime's loader as
-// one table (fem_dist_hooks_v1): these functions are this library's own, no exported symbol
+// one table (fem_dist_hooks_v2): these functions are this library's own, no exported symbol
 // stands in for the loader's.
 #include <fmt/format.h>
 
@@ -24,6 +24,10 @@ std::optional<Session>& session() {
 
 /// A Solver of the store as a LinearSolver: factorize() asks for the solver of the key's new
 /// version, handing the previous one back to be refactorized (or re-preconditioned) in place.
+/// A matrix that declares a null space (the flow's free pressure constant) is solved as the
+/// serial factorizations solve one: its pinned matrix factorized (pin_null_space), the data made
+/// compatible (refused beyond the compatibility tolerance) with the pinned unknown zero, and the
+/// solution normalized by the null space's functional, every sum a global one.
 class DistributedSolver final : public solve::LinearSolver {
  public:
   DistributedSolver(std::shared_ptr<const IndexMap> map, const solve::Options& options)
@@ -38,14 +42,47 @@ class DistributedSolver final : public solve::LinearSolver {
  protected:
   bool do_factorize(Store& store, const std::string& key) override {
     bool computed = false;
-    solver_ = solver(store, key, map_, options(), std::move(solver_), &computed);
+    null_space_ = collective_input(map_->comm(), store, key, *map_).value->null_space();
+    pinned_ = {};
+    // A null space on some processes only is refused (with the others) by pin_null_space.
+    if (map_->processes().max(null_space_ ? 1.0 : 0.0) > 0) pinned_ = pin_null_space(store, key, *map_);
+    solver_ = solver(store, null_space_ ? pinned_.key : key, map_, options(), std::move(solver_), &computed);
     return computed;  // the same on every process
   }
 
   solve::SolveReport do_solve(std::span<const double> B, std::span<double> X, index_t nrhs, bool transpose,
                               Sums sums, bool check) override {
     try {
-      return solver_->solve(B, sums, X, nrhs, transpose, check);
+      if (!null_space_) return solver_->solve(B, sums, X, nrhs, transpose, check);
+      // Consistent data, compatible (the defect and the correction are global), the pinned
+      // unknown's equation dropped; the solution normalized (every process decides alike).
+      const auto n = static_cast<std::size_t>(map_->local_dofs());
+      std::vector<double> C(B.begin(), B.end());
+      double defect = 0;
+      for (index_t k = 0; k < nrhs; ++k) {
+        const std::span<double> c(C.data() + static_cast<std::size_t>(k) * n, n);
+        if (sums == Sums::partial) map_->accumulate(c);
+        const double d = null_space_->defect(c, *map_);
+        defect = std::max(defect, d);
+        const double tolerance = std::max(options().compatibility_tolerance, null_space_->rounding_defect());
+        if (!(d <= tolerance)) {
+          solve::SolveReport r;
+          r.status = solve::Status::incompatible;
+          r.compatibility_defect = d;
+          r.reason = fmt::format(
+              "the data are not compatible with the matrix's null space ({}): relative defect {:.3g} > "
+              "tolerance {:.3g}",
+              null_space_->description(), d, tolerance);
+          return r;
+        }
+        null_space_->make_compatible(c, *map_);
+        if (pinned_.local >= 0) c[static_cast<std::size_t>(pinned_.local)] = 0.0;
+      }
+      solve::SolveReport r = solver_->solve(C, Sums::consistent, X, nrhs, transpose, check);
+      for (index_t k = 0; k < nrhs; ++k)
+        null_space_->normalize(X.subspan(static_cast<std::size_t>(k) * n, n), *map_);
+      r.compatibility_defect = defect;
+      return r;
     } catch (const NumericalError& e) {  // agreed: PETSc's reason and the residual are global
       return {solve::Status::backend_error, e.what()};
     }
@@ -54,6 +91,8 @@ class DistributedSolver final : public solve::LinearSolver {
  private:
   std::shared_ptr<const IndexMap> map_;
   std::shared_ptr<const Solver> solver_;
+  std::shared_ptr<const NullSpace> null_space_;  // of the matrix last factorized
+  Pinned pinned_;
 };
 
 // On rank 0 (where `whole` is the whole mesh): the fields of every rank, placed by original node
@@ -145,6 +184,24 @@ std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& 
   return std::make_unique<DistributedSolver>(dist::index_map(V), o);
 }
 
+std::shared_ptr<const Layout> mixed_index_map(const assembly::MixedSpace& W) { return dist::index_map(W); }
+
+std::unique_ptr<solve::LinearSolver> make_mixed_solver(const assembly::MixedSpace& W,
+                                                       const solve::Options& options) {
+  solve::Options o = options;
+  if (o.backend == solve::Backend::automatic) o.backend = solve::Backend::mumps;
+  const assembly::FunctionSpace& V = W.velocity();
+  FEM_EXPECTS(o.backend == solve::Backend::mumps,
+              "solver {}: the mixed space's saddle-point matrices are solved by mumps (the default) on the "
+              "distributed path",
+              solve::to_string(o.backend));
+  FEM_EXPECTS(distributed(*V.store(), V.mesh_key()),
+              "solver {}: the mesh '{}' was not published by fem::dist::publish_mesh while running "
+              "(fem::dist::start)",
+              solve::to_string(o.backend), V.mesh_key());
+  return std::make_unique<DistributedSolver>(dist::index_map(W), o);
+}
+
 void write_gathered(const std::string& path, const Store& store, const std::string& mesh_key,
                     std::span<const mesh::Field> points, std::span<const mesh::Field> cells) {
   const auto d = distribution(mesh_key, store);
@@ -176,10 +233,20 @@ eigen::Result eigen_solve(Store& store, const std::string& K, const std::string&
 
 }  // namespace fem::dist::on_petsc
 
-extern "C" const fem::dist::detail::Hooks* fem_dist_hooks_v1() noexcept {
+extern "C" const fem::dist::detail::Hooks* fem_dist_hooks_v2() noexcept {
   using namespace fem::dist::on_petsc;
-  static const fem::dist::detail::Hooks hooks{
-      start,     stop,        running,        world,      abort_unless_all_failed, distribute, distributed,
-      index_map, make_solver, write_gathered, eigen_solve};
+  static const fem::dist::detail::Hooks hooks{start,
+                                              stop,
+                                              running,
+                                              world,
+                                              abort_unless_all_failed,
+                                              distribute,
+                                              distributed,
+                                              index_map,
+                                              make_solver,
+                                              write_gathered,
+                                              eigen_solve,
+                                              mixed_index_map,
+                                              make_mixed_solver};
   return &hooks;
 }

@@ -160,6 +160,79 @@ IndexMap::IndexMap(const assembly::FunctionSpace& V, MPI_Comm comm)
                                 static_cast<PetscInt>(ghosts.size()), ghosts.data(), &ghosted_));
 }
 
+IndexMap::IndexMap(std::span<const IndexMap* const> blocks)
+    : comm_(blocks.empty() ? MPI_COMM_NULL : blocks.front()->comm()), group_(comm_) {
+  FEM_EXPECTS(!blocks.empty(), "a stacked index map needs at least one block");
+  const int ranks = size(comm_), nb = static_cast<int>(blocks.size());
+  // Every rank's owned range of each block (first DOF, count), and its first stacked DOF.
+  std::vector<index_t> mine(static_cast<std::size_t>(2 * nb));
+  for (int b = 0; b < nb; ++b) {
+    mine[static_cast<std::size_t>(2 * b)] = blocks[b]->first_owned_node() * blocks[b]->block();
+    mine[static_cast<std::size_t>(2 * b + 1)] = blocks[b]->owned_dofs();
+    owned_ += blocks[b]->owned_dofs();
+  }
+  std::vector<index_t> ranges(static_cast<std::size_t>(2 * nb * ranks));
+  MPI_Allgather(mine.data(), 2 * nb, MPI_INT, ranges.data(), 2 * nb, MPI_INT, comm_);
+  std::vector<index_t> first(static_cast<std::size_t>(ranks) + 1, 0);  // stacked, per rank
+  for (int p = 0; p < ranks; ++p) {
+    index_t owned = 0;
+    for (int b = 0; b < nb; ++b) owned += ranges[static_cast<std::size_t>(2 * (p * nb + b) + 1)];
+    first[static_cast<std::size_t>(p) + 1] = first[static_cast<std::size_t>(p)] + owned;
+  }
+  const int me = rank(comm_);
+  first_ = first[static_cast<std::size_t>(me)];
+  global_nodes_ = first[static_cast<std::size_t>(ranks)];
+  // A block's global DOF g lies in the owned range of one rank (ranges are contiguous, in rank
+  // order): its stacked number is that rank's first, its owned DOFs of the blocks before, and
+  // g's place in its range.
+  index_t local = 0;
+  for (const IndexMap* m : blocks) local += m->local_dofs();
+  global_.resize(static_cast<std::size_t>(local));
+  position_.assign(static_cast<std::size_t>(local), -1);
+  index_t at = 0;
+  std::string wrong;
+  for (int b = 0; b < nb; ++b) {
+    const IndexMap& m = *blocks[b];
+    const auto block_first = [&](int p) { return ranges[static_cast<std::size_t>(2 * (p * nb + b))]; };
+    for (index_t d = 0; d < m.local_dofs(); ++d, ++at) {
+      const index_t g = m.global_dof(d);
+      int lo = 0, hi = ranks - 1;  // the last rank whose range starts at or before g
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (block_first(mid) <= g)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      // Ranks that own nothing of this block share its first DOF with the next one: the owner
+      // is the last of them whose range holds g.
+      while (lo > 0 && g >= block_first(lo) + ranges[static_cast<std::size_t>(2 * (lo * nb + b) + 1)]) --lo;
+      index_t before = 0;
+      for (int c = 0; c < b; ++c) before += ranges[static_cast<std::size_t>(2 * (lo * nb + c) + 1)];
+      global_[static_cast<std::size_t>(at)] =
+          first[static_cast<std::size_t>(lo)] + before + (g - block_first(lo));
+      if (m.owns_dof(d) != (lo == me) && wrong.empty())
+        wrong = fmt::format("stacked index map: DOF {} of block {} is owned by rank {}, its block says {}", d,
+                            b, lo, m.owns_dof(d) ? "by rank " + std::to_string(me) : "elsewhere");
+    }
+  }
+  agree(comm_, wrong.empty() ? nullptr : std::make_exception_ptr(Error(wrong)));
+  // Slots of the ghosted vector: owned in global order, then ghosts.
+  for (index_t d = 0; d < local; ++d) {
+    const index_t g = global_[static_cast<std::size_t>(d)];
+    if (g >= first_ && g < first_ + owned_) position_[static_cast<std::size_t>(d)] = g - first_;
+  }
+  for (index_t d = 0; d < local; ++d)
+    if (position_[static_cast<std::size_t>(d)] < 0) {
+      position_[static_cast<std::size_t>(d)] = owned_ + static_cast<index_t>(ghosts_.size());
+      ghosts_.push_back(global_[static_cast<std::size_t>(d)]);
+    }
+  gdim_ = blocks.front()->gdim();  // no coordinates: the rigid-body modes need a vector space's map
+  std::vector<PetscInt> ghosts(ghosts_.begin(), ghosts_.end());
+  FEM_PETSC(VecCreateGhostBlock(comm_, 1, owned_, global_nodes_, static_cast<PetscInt>(ghosts.size()),
+                                ghosts.data(), &ghosted_));
+}
+
 IndexMap::~IndexMap() { detail::delayed_destroy(reinterpret_cast<PetscObject*>(&ghosted_)); }
 
 std::size_t IndexMap::bytes() const noexcept {
@@ -290,6 +363,21 @@ std::shared_ptr<const IndexMap> index_map(const assembly::FunctionSpace& V) {
   return collective_get_or_compute<IndexMap>(dist->comm, store, key, {{V.mesh_key(), V.mesh_version()}}, [&] {
     register_collective(store, key);  // holds a PETSc vector
     return std::make_shared<const IndexMap>(V, dist->comm);
+  });
+}
+
+std::shared_ptr<const IndexMap> index_map(const assembly::MixedSpace& W) {
+  const assembly::FunctionSpace& V = W.velocity();
+  FEM_EXPECTS(V.store() != nullptr && !V.mesh_key().empty(),
+              "a distributed index map needs a space on a mesh published by fem::dist::distribute");
+  Store& store = *V.store();
+  const auto dist = distribution(V.mesh_key(), store);
+  const auto velocity = index_map(V), pressure = index_map(W.pressure());
+  const std::string key = fmt::format("{}#indexmap/TaylorHood", V.mesh_key());
+  return collective_get_or_compute<IndexMap>(dist->comm, store, key, {{V.mesh_key(), V.mesh_version()}}, [&] {
+    register_collective(store, key);  // holds a PETSc vector
+    const IndexMap* blocks[] = {velocity.get(), pressure.get()};
+    return std::make_shared<const IndexMap>(std::span<const IndexMap* const>(blocks));
   });
 }
 

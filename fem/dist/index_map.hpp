@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fem/assembly/boundary.hpp"
+#include "fem/assembly/mixed.hpp"
 #include "fem/assembly/space.hpp"
 #include "fem/dist/handles.hpp"
 #include "fem/dist/session.hpp"
@@ -35,6 +36,12 @@ using Sums = fem::Sums;
 class IndexMap final : public Layout {
  public:
   IndexMap(const assembly::FunctionSpace& V, MPI_Comm comm);
+  /// Collective: the maps of several spaces on one mesh stacked, as a mixed space numbers its
+  /// DOFs (the velocity's, then the pressure's): a local vector is the blocks' local vectors one
+  /// after the other; each process owns its owned DOFs of every block, in block order (one
+  /// contiguous global range), and has the blocks' ghosts. A node of the stacked map is one DOF
+  /// (block() is 1), and a block keeps its own owners and ghosts.
+  explicit IndexMap(std::span<const IndexMap* const> blocks);
   ~IndexMap();
   IndexMap(const IndexMap&) = delete;
   IndexMap& operator=(const IndexMap&) = delete;
@@ -106,6 +113,9 @@ class IndexMap final : public Layout {
 /// Collective: the IndexMap of V (on a mesh published by distribute()), cached in V's store as
 /// `<mesh key>#indexmap/<space>` (not evictable: every rank must find it, or all rebuild it).
 std::shared_ptr<const IndexMap> index_map(const assembly::FunctionSpace& V);
+/// Collective: the IndexMap of a mixed space, its velocity's and its pressure's maps stacked,
+/// cached as `<mesh key>#indexmap/TaylorHood`.
+std::shared_ptr<const IndexMap> index_map(const assembly::MixedSpace& W);
 
 /// Collective: the cached value of `key` when every rank holds it derived from `inputs`;
 /// otherwise every rank drops its own and computes (so no rank computes alone a value whose

@@ -48,8 +48,8 @@ const Hooks& load(const std::string& what) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!handle) refuse(what, fmt::format("loading {}: {}", path.string(), dlerror()));
   using Get = const Hooks* (*)() noexcept;
-  const auto get = reinterpret_cast<Get>(dlsym(handle, "fem_dist_hooks_v1"));
-  if (!get) refuse(what, fmt::format("{} has no fem_dist_hooks_v1: another version?", path.string()));
+  const auto get = reinterpret_cast<Get>(dlsym(handle, "fem_dist_hooks_v2"));
+  if (!get) refuse(what, fmt::format("{} has no fem_dist_hooks_v2: another version?", path.string()));
   loaded = get();
   return *loaded;
 }
@@ -88,6 +88,14 @@ std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& 
 void write_gathered(const std::string& path, const Store& store, const std::string& mesh_key,
                     std::span<const mesh::Field> points, std::span<const mesh::Field> cells) {
   load("gathering a distributed solution").write_gathered(path, store, mesh_key, points, cells);
+}
+
+std::shared_ptr<const Layout> mixed_index_map(const assembly::MixedSpace& W) {
+  return load("an index map over processes").mixed_index_map(W);
+}
+std::unique_ptr<solve::LinearSolver> make_mixed_solver(const assembly::MixedSpace& W,
+                                                       const solve::Options& options) {
+  return load(fmt::format("the {} solver", solve::to_string(options.backend))).make_mixed_solver(W, options);
 }
 
 eigen::Result eigen_solve(Store& store, const std::string& K, const std::string& M,

@@ -83,6 +83,20 @@ std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& 
   return solve::make_solver(options);
 }
 
+std::shared_ptr<const Layout> layout(const assembly::MixedSpace& W) {
+  const assembly::FunctionSpace& V = W.velocity();
+  if (detail::distributed(*V.store(), V.mesh_key())) return detail::mixed_index_map(W);
+  return std::shared_ptr<const Layout>(std::shared_ptr<const Layout>(), &Layout::serial());
+}
+
+std::unique_ptr<solve::LinearSolver> make_solver(const assembly::MixedSpace& W,
+                                                 const solve::Options& options) {
+  const assembly::FunctionSpace& V = W.velocity();
+  if (detail::distributed(*V.store(), V.mesh_key()) || solve::distributed(options.backend))
+    return detail::make_mixed_solver(W, options);
+  return solve::make_solver(options);
+}
+
 eigen::Result eigen_solve(Store& store, const std::string& K, const std::string& M,
                           const assembly::FunctionSpace& V, const eigen::Options& options) {
   if (detail::distributed(*V.store(), V.mesh_key())) return detail::eigen_solve(store, K, M, V, options);

@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 
+#include "fem/assembly/mixed.hpp"
 #include "fem/assembly/space.hpp"
 #include "fem/eigen/eigen.hpp"
 #include "fem/layout.hpp"
@@ -68,6 +69,21 @@ std::shared_ptr<const Layout> layout(const assembly::FunctionSpace& V);
 /// MUMPS; a serial backend there is an InvalidArgument naming it); otherwise the serial
 /// factorization cache (solve::make_solver).
 std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V,
+                                                 const solve::Options& options);
+
+/// Collective: the layout of a mixed space's vectors (its velocity's DOFs, then its pressure's):
+/// on a distributed mesh the two spaces' IndexMaps stacked (each process owns its owned
+/// velocity DOFs, then its owned pressure DOFs; its ghosts are the two spaces' ghosts);
+/// Layout::serial() otherwise.
+std::shared_ptr<const Layout> layout(const assembly::MixedSpace& W);
+
+/// Collective: the linear solver of `options` for block matrices on W (W.pattern()): on a
+/// distributed mesh, or for a distributed backend, MUMPS over W's stacked IndexMap (LU; LDLᵀ
+/// with Options::symmetric); otherwise the serial factorization cache. A matrix that declares a
+/// null space of one vector (the flow's free pressure constant) is solved as the serial
+/// factorizations solve it: one unknown pinned (the lowest rank's), the data made compatible and
+/// the solution normalized by the null space's functional, with global sums.
+std::unique_ptr<solve::LinearSolver> make_solver(const assembly::MixedSpace& W,
                                                  const solve::Options& options);
 
 /// Collective: the eigenpairs of K x = λ M x for matrices on V (fem::eigen's contract): on a

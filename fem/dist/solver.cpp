@@ -11,13 +11,17 @@
 namespace fem::dist {
 
 std::string_view method(const solve::Options& o) noexcept {
-  if (o.backend == solve::Backend::mumps) return o.spd ? "cholesky" : "lu";
+  if (o.backend == solve::Backend::mumps) return o.spd ? "cholesky" : o.symmetric ? "ldlt" : "lu";
   return o.spd ? "cg" : "gmres";
 }
 
 std::string solver_key(const std::string& key, const solve::Options& o) {
   if (o.backend == solve::Backend::mumps)
-    return fmt::format("{}#factor/mumps{}{}", key, o.spd ? "/cholesky" : "", o.lag ? "/lagged" : "");
+    return fmt::format("{}#factor/mumps{}{}", key,
+                       o.spd         ? "/cholesky"
+                       : o.symmetric ? "/ldlt"
+                                     : "",
+                       o.lag ? "/lagged" : "");
   return fmt::format("{}#ksp/{}{}", key, solve::to_string(o.backend), o.lag ? "/lagged" : "");
 }
 
@@ -66,13 +70,17 @@ Solver::Solver(std::shared_ptr<const PetscMatrix> A, const solve::Options& optio
   if (options_.spd) {  // kept through refills (MatSetValuesCOO would clear a plain MAT_SPD)
     FEM_PETSC(MatSetOption(mat, MAT_SPD, PETSC_TRUE));
     FEM_PETSC(MatSetOption(mat, MAT_SPD_ETERNAL, PETSC_TRUE));
+  } else if (options_.symmetric) {
+    FEM_PETSC(MatSetOption(mat, MAT_SYMMETRIC, PETSC_TRUE));
+    FEM_PETSC(MatSetOption(mat, MAT_SYMMETRY_ETERNAL, PETSC_TRUE));
   }
   PC pc;
   FEM_PETSC(KSPGetPC(ksp_, &pc));
   FEM_PETSC(KSPSetType(ksp_, !krylov() ? KSPPREONLY : options_.spd ? KSPCG : KSPGMRES));
   switch (options_.backend) {
     case solve::Backend::mumps:
-      FEM_PETSC(PCSetType(pc, options_.spd ? PCCHOLESKY : PCLU));
+      // Cholesky with MAT_SPD is MUMPS's SPD factorization; without it, its symmetric indefinite LDLᵀ.
+      FEM_PETSC(PCSetType(pc, options_.spd || options_.symmetric ? PCCHOLESKY : PCLU));
       FEM_PETSC(PCFactorSetMatSolverType(pc, MATSOLVERMUMPS));
       break;
     case solve::Backend::gamg:
@@ -240,6 +248,91 @@ solve::SolveReport Solver::run(std::span<const double> b, Sums form, std::span<d
       refresh_next_ = true;
   }
   return report;
+}
+
+Pinned pin_null_space(Store& store, const std::string& key, const IndexMap& map) {
+  const MPI_Comm comm = map.comm();
+  const auto A = collective_input(comm, store, key, map);
+  const CsrMatrix& matrix = *A.value;
+  const NullSpace* ns = matrix.null_space().get();
+  collective(comm, [&] {
+    FEM_EXPECTS(ns != nullptr, "'{}': no null space to pin", key);
+    FEM_EXPECTS(ns->dimension() == 1,
+                "'{}': a null space of {} vectors ({}); the distributed solvers pin one unknown, for one "
+                "vector (solve it on one process)",
+                key, ns->dimension(), ns->description());
+  });
+  const auto n = static_cast<std::size_t>(matrix.rows());
+  const CsrPattern& pattern = matrix.pattern();
+  const auto off = pattern.row_offsets();
+  const auto col = pattern.col_indices();
+  const auto values = matrix.values();
+  const auto z = ns->vector(0);
+  // Is z a null vector, on the right and on the left? Judged on the Jacobi-scaled matrix as
+  // serially; the local matrices hold partial sums, so products and diagonals are accumulated
+  // (where the diagonal is zero, the partial rows' absolute sums bound the serial scale).
+  std::vector<double> Az(n, 0.0), Atz(n, 0.0), diagonal(n, 0.0), row(n, 0.0);
+  for (std::size_t r = 0; r < n; ++r)
+    for (index_t e = off[r]; e < off[r + 1]; ++e) {
+      const auto c = static_cast<std::size_t>(col[e]);
+      const double v = values[static_cast<std::size_t>(e)];
+      Az[r] += v * z[c];
+      Atz[c] += v * z[r];
+      row[r] += std::abs(v);
+      if (c == r) diagonal[r] += v;
+    }
+  for (auto* v : {&Az, &Atz, &diagonal, &row}) map.accumulate(*v);
+  std::vector<double> sz(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = std::abs(diagonal[i]) > 0 ? std::abs(diagonal[i]) : row[i];
+    const double scale = d > 0 && std::isfinite(d) ? std::sqrt(d) : 1.0;
+    Az[i] /= scale, Atz[i] /= scale, sz[i] = z[i] * scale;
+  }
+  const double length = std::sqrt(map.dot(sz, sz));
+  for (const auto* y : {&Az, &Atz}) {
+    const double ratio = std::sqrt(map.dot(*y, *y)) / length;
+    collective(comm, [&] {
+      if (!(ratio <= 1e-8))
+        throw InvalidArgument(fmt::format(
+            "'{}': the declared null vector '{}' is not a {}null vector of the matrix: ‖S⁻¹A{}z‖ / ‖Sz‖ = "
+            "{:.3g} (S² = |diag A|)",
+            key, ns->name(0), y == &Az ? "" : "left ", y == &Az ? "" : "ᵀ", ratio));
+    });
+  }
+  // The unknown to pin: the largest |z| with a stored diagonal, the lowest rank's among equals.
+  double best = 0;
+  index_t candidate = -1;
+  for (std::size_t i = 0; i < n; ++i)
+    if (map.owns_dof(static_cast<index_t>(i)) && std::abs(z[i]) > best &&
+        pattern.find(static_cast<index_t>(i), static_cast<index_t>(i)) >= 0)
+      best = std::abs(z[i]), candidate = static_cast<index_t>(i);
+  const double largest = max(comm, best);
+  const int me = rank(comm), ranks = size(comm);
+  const int chosen = static_cast<int>(
+      -max(comm, -static_cast<std::int64_t>(candidate >= 0 && best == largest ? me : ranks)));
+  collective(comm, [&] {
+    FEM_EXPECTS(chosen < ranks && largest > 0,
+                "'{}': the null vector '{}' vanishes on every unknown with a stored diagonal: it cannot be "
+                "pinned",
+                key, ns->name(0));
+  });
+  const std::int64_t global =
+      sum(comm, me == chosen ? static_cast<std::int64_t>(map.global_dof(candidate)) : 0);
+  Pinned pinned{key + "#pinned", -1};
+  for (std::size_t i = 0; i < n; ++i)
+    if (map.global_dof(static_cast<index_t>(i)) == global) pinned.local = static_cast<index_t>(i);
+  const bool owner = pinned.local >= 0 && map.owns_dof(pinned.local);
+  collective_get_or_compute<CsrMatrix>(comm, store, pinned.key, {{key, A.version}}, [&] {
+    std::vector<double> v(values.begin(), values.end());
+    const index_t p = pinned.local;
+    if (p >= 0)
+      for (std::size_t r = 0; r < n; ++r)
+        for (index_t e = off[r]; e < off[r + 1]; ++e)
+          if (static_cast<index_t>(r) == p || col[e] == p)
+            v[static_cast<std::size_t>(e)] = static_cast<index_t>(r) == col[e] ? (owner ? 1.0 : 0.0) : 0.0;
+    return std::make_shared<const CsrMatrix>(matrix.pattern_ptr(), std::move(v));
+  });
+  return pinned;
 }
 
 std::shared_ptr<const Solver> solver(Store& store, const std::string& key,

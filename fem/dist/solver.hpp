@@ -37,7 +37,8 @@
 namespace fem::dist {
 
 /// The method of a distributed backend (solve::Options::backend mumps, gamg or hypre):
-/// "cholesky" or "lu" for MUMPS, "cg" or "gmres" for the Krylov methods, from Options::spd.
+/// "cholesky", "ldlt" or "lu" for MUMPS, "cg" or "gmres" for the Krylov methods, from Options::spd
+/// and Options::symmetric.
 std::string_view method(const solve::Options& options) noexcept;
 
 class Solver {
@@ -91,7 +92,7 @@ class Solver {
   mutable bool reused_ = false;        // this version runs on an older preconditioner
 };
 
-/// The store key of `options`' solver for the matrix under `key`: <key>#factor/mumps[/cholesky]
+/// The store key of `options`' solver for the matrix under `key`: <key>#factor/mumps[/cholesky|/ldlt]
 /// or <key>#ksp/<gamg|hypre>[/lagged].
 std::string solver_key(const std::string& key, const solve::Options& options);
 
@@ -109,6 +110,21 @@ std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
                                      std::shared_ptr<const IndexMap> map, const solve::Options& options,
                                      std::shared_ptr<const Solver> retired = nullptr,
                                      bool* computed = nullptr);
+
+/// A matrix that declares a null space (CsrMatrix::null_space(): one vector, with consistent
+/// vectors and functionals) made regular for a distributed factorization, as the serial
+/// factorizations make theirs: its null vector checked (‖S⁻¹Az‖ and ‖S⁻¹Aᵀz‖ ≤ 1e-8 ‖Sz‖, S² =
+/// |diag A|), then the unknown where it is largest (with a stored diagonal; among equals the
+/// lowest rank's first owned one) pinned: its row and column zeroed but for the diagonal (1 on
+/// its owner, 0 in the other processes' partial sums).
+struct Pinned {
+  std::string key;     ///< the pinned matrix: `<key>#pinned`
+  index_t local = -1;  ///< the pinned unknown's local index here; -1 where this process has none
+};
+/// Collective: the pinned matrix of the CsrMatrix under `key` at its current version, cached
+/// as `<key>#pinned` (derived from it, not evictable: its PETSc matrix and solver are collective).
+/// Errors (a null space of several vectors, a vector that is no null vector) on every process.
+Pinned pin_null_space(Store& store, const std::string& key, const IndexMap& map);
 
 }  // namespace fem::dist
 

@@ -38,29 +38,46 @@ SteadyResult solve_steady(std::shared_ptr<const MixedSpace> W, const Flow& flow,
   return result;
 }
 
-std::vector<index_t> boundary_nodes(const assembly::FunctionSpace& V, const std::vector<int>& tags) {
+std::vector<index_t> boundary_nodes(const assembly::FunctionSpace& V, const std::vector<int>& tags,
+                                    const Layout& layout) {
   FEM_EXPECTS(!tags.empty(), "boundary_nodes: no facet tags");
-  const auto values =
-      assembly::condition_values(V, {assembly::FacetSet{tags}, nullptr, V.components() > 1 ? 0 : -1});
+  const auto values = layout.processes().collective([&] {
+    return assembly::condition_values(V, {assembly::FacetSet{tags}, nullptr, V.components() > 1 ? 0 : -1});
+  });
   std::vector<index_t> nodes;
+  if (layout.distributed()) {  // the nodes a process shares with the part that holds their facets
+    std::vector<double> marked(static_cast<std::size_t>(V.num_dofs()), 0.0);
+    for (index_t d : values.dofs) marked[static_cast<std::size_t>(d)] = 1.0;
+    layout.maximize(marked);
+    for (index_t node = 0; node < V.dofmap().num_nodes; ++node)
+      if (marked[static_cast<std::size_t>(node * V.components())] > 0) nodes.push_back(node);
+    return nodes;
+  }
   for (index_t d : values.dofs) nodes.push_back(d / V.components());
   nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
   return nodes;
 }
 
 std::array<double, 3> force(const MixedSpace& W, const Flow& flow, std::span<const double> w,
-                            std::span<const index_t> nodes, std::span<const double> inertia) {
+                            std::span<const index_t> nodes, std::span<const double> inertia,
+                            const Layout& layout) {
   std::vector<double> F(w.size(), 0.0);
-  assembly::flow_into(W, flow, w, {}, F);
   const int dim = W.dim();
-  FEM_EXPECTS(inertia.empty() || inertia.size() == static_cast<std::size_t>(W.pressure_offset()),
-              "force: the inertia has {} entries, the velocity {}", inertia.size(), W.pressure_offset());
+  layout.processes().collective([&] {
+    FEM_EXPECTS(inertia.empty() || inertia.size() == static_cast<std::size_t>(W.pressure_offset()),
+                "force: the inertia has {} entries, the velocity {}", inertia.size(), W.pressure_offset());
+    assembly::flow_into(W, flow, w, {}, F);
+  });
+  layout.accumulate(F);
   std::array<double, 3> f{};
   for (index_t n : nodes)
     for (int k = 0; k < dim; ++k) {
       const auto i = static_cast<std::size_t>(n * dim + k);
-      f[static_cast<std::size_t>(k)] -= F[i] + (inertia.empty() ? 0.0 : inertia[i]);
+      if (layout.owns(static_cast<index_t>(i)))
+        f[static_cast<std::size_t>(k)] -= F[i] + (inertia.empty() ? 0.0 : inertia[i]);
     }
+  if (layout.distributed())
+    for (double& v : f) v = layout.processes().sum(v);
   return f;
 }
 

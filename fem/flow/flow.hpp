@@ -45,23 +45,30 @@ struct SteadyResult {
 /// (its constrained velocity DOFs are set here). `pressure_null_space`: the velocity is given on
 /// the whole boundary, so p is found with ∫p = 0. Picard and Newton publish their Jacobians as
 /// `<name>/J` (one pattern: one symbolic analysis) and factorize them with `solver` (null: a
-/// serial one from options.newton.linear).
+/// serial one from options.newton.linear; fem::dist::make_solver(*W, ...) on a distributed mesh,
+/// with `bc` every process's conditions: docs/flow.md, "Distributed").
 SteadyResult solve_steady(std::shared_ptr<const MixedSpace> W, const Flow& flow,
                           const assembly::DirichletValues& bc, bool pressure_null_space, std::span<double> w,
                           const SteadyOptions& options = {}, const std::string& name = "flow",
                           Store& store = fem::store(), std::shared_ptr<solve::LinearSolver> solver = nullptr);
 
-/// The nodes of V on the facets of `tags` (sorted): where a force is summed.
-std::vector<index_t> boundary_nodes(const assembly::FunctionSpace& V, const std::vector<int>& tags);
+/// The nodes of V on the facets of `tags` (sorted): where a force is summed. On a distributed
+/// mesh (`layout`: V's, fem::dist::layout(V)) a process also has the nodes it shares with a
+/// process whose part holds their facets. Collective.
+std::vector<index_t> boundary_nodes(const assembly::FunctionSpace& V, const std::vector<int>& tags,
+                                    const Layout& layout = Layout::serial());
 
 /// The force of the fluid on the boundary whose velocity nodes are `nodes` (W.velocity()'s), by the
 /// volume formulation: minus the momentum residual at w summed over those nodes per component,
 /// i.e. ∮ σ n over the boundary with σ the discrete stress, consistent with the discrete
 /// equations (it converges at the rate of the solution's energy norm squared, faster than the
 /// stress integrated on the surface). `inertia`: ρ M (u^{n+1} − u^n)/dt of an unsteady step on
-/// the velocity DOFs (empty for a steady flow). dim values (per unit depth in 2D).
+/// the velocity DOFs (empty for a steady flow). dim values (per unit depth in 2D). On a
+/// distributed mesh (`layout`: W's, fem::dist::layout(W); w and inertia consistent) the residual
+/// is summed over the processes and each node counted by its owner. Collective.
 std::array<double, 3> force(const MixedSpace& W, const Flow& flow, std::span<const double> w,
-                            std::span<const index_t> nodes, std::span<const double> inertia = {});
+                            std::span<const index_t> nodes, std::span<const double> inertia = {},
+                            const Layout& layout = Layout::serial());
 
 /// Unsteady flow as one first-order system for fem::time (monolithic: velocity and pressure
 /// together): M ẇ + N(w) = 0 with M the velocity's mass ρ (the pressure block zero: a DAE of index

@@ -73,34 +73,62 @@ Problem flow_problem(std::shared_ptr<const assembly::MixedSpace> W, assembly::Fl
                 W->pressure_offset() - 1);
   auto shared_flow = std::make_shared<const assembly::Flow>(std::move(flow));
   auto homogeneous = std::make_shared<const assembly::DirichletValues>(bc.homogeneous());
-  std::shared_ptr<const NullSpace> ns = pressure_null_space ? W->pressure_null_space() : nullptr;
+  // As assembled_problem: each process assembles its cells' part of F, summed through the
+  // solver's layout (the mixed space's: fem::dist::make_solver(W, ...)) into the global residual.
+  const Layout* layout = solver ? &solver->layout() : &Layout::serial();
+  std::shared_ptr<const NullSpace> ns;
+  if (pressure_null_space) {
+    ns = W->pressure_null_space();
+    if (layout->distributed()) {  // the functional ∫q (the pressure mass's row sums): consistent
+      std::vector<double> functional(ns->functional(0).begin(), ns->functional(0).end());
+      layout->accumulate(functional);
+      ns = std::make_shared<const NullSpace>(
+          W->num_dofs(),
+          std::vector<std::vector<double>>{std::vector<double>(ns->vector(0).begin(), ns->vector(0).end())},
+          ns->names(), std::vector<std::vector<double>>{std::move(functional)});
+    }
+  }
   Problem p;
   p.name = std::move(name);
   p.store = &store;
   p.solver = std::move(solver);
-  p.residual = [W, shared_flow, homogeneous, ns](std::span<const double> u, std::span<double> F) {
-    std::fill(F.begin(), F.end(), 0.0);
-    assembly::flow_into(*W, *shared_flow, u, {}, F);
+  // F with its constrained rows zeroed and, with the free pressure, made compatible over every
+  // process (NullSpace's global sums: the serial ones on one process).
+  auto finish = [homogeneous, ns, layout](std::span<double> F) {
+    layout->accumulate(F);
     assembly::zero_dirichlet(*homogeneous, F);
-    if (ns) ns->make_compatible(F);
+    if (!ns) return;
+    if (layout->distributed())
+      ns->make_compatible(F, *layout);
+    else
+      ns->make_compatible(F);
+  };
+  p.residual = [W, shared_flow, finish, layout, keep = p.solver](std::span<const double> u,
+                                                                 std::span<double> F) {
+    layout->processes().collective([&] {
+      std::fill(F.begin(), F.end(), 0.0);
+      assembly::flow_into(*W, *shared_flow, u, {}, F);
+    });
+    finish(F);
   };
   auto matrix = [W, homogeneous, ns](std::vector<double> values) {
     std::vector<double> scratch(static_cast<std::size_t>(W->num_dofs()), 0.0);
     assembly::apply_dirichlet(*homogeneous, *W->pattern(), values, scratch);
     return CsrMatrix(W->pattern(), std::move(values), ns);
   };
-  p.jacobian = [W, shared_flow, matrix](std::span<const double> u) {
+  p.jacobian = [W, shared_flow, matrix, layout, keep = p.solver](std::span<const double> u) {
     std::vector<double> values = prefaulted_vector<double>(W->pattern()->nnz());
-    assembly::flow_into(*W, *shared_flow, u, values, {});
+    layout->processes().collective([&] { assembly::flow_into(*W, *shared_flow, u, values, {}); });
     return matrix(std::move(values));
   };
-  p.residual_and_jacobian = [W, shared_flow, homogeneous, ns, matrix](std::span<const double> u,
-                                                                      std::span<double> F) {
+  p.residual_and_jacobian = [W, shared_flow, finish, matrix, layout, keep = p.solver](
+                                std::span<const double> u, std::span<double> F) {
     std::vector<double> values = prefaulted_vector<double>(W->pattern()->nnz());
-    std::fill(F.begin(), F.end(), 0.0);
-    assembly::flow_into(*W, *shared_flow, u, values, F);
-    assembly::zero_dirichlet(*homogeneous, F);
-    if (ns) ns->make_compatible(F);
+    layout->processes().collective([&] {
+      std::fill(F.begin(), F.end(), 0.0);
+      assembly::flow_into(*W, *shared_flow, u, values, F);
+    });
+    finish(F);
     return matrix(std::move(values));
   };
   return p;

@@ -31,6 +31,10 @@ Problem assembled_problem(std::shared_ptr<const assembly::Assembler> assembler, 
 /// with it: the part of the continuity residual that a discrete inflow/outflow imbalance of the
 /// boundary data leaves (O(h^{k+1}) for interpolated data) is removed along ∫q, so that Newton
 /// converges, and the solution has ∫p = 0. For Stokes (no convection) one iteration solves it.
+/// On a distributed mesh (`solver` from fem::dist::make_solver(W, ...)) as assembled_problem:
+/// the residual summed over processes through the solver's layout, `bc` every process's
+/// conditions (assembly::dirichlet_values with the velocity's layout), the null space's
+/// functional made consistent and its corrections global (the solver pins and normalizes).
 Problem flow_problem(std::shared_ptr<const assembly::MixedSpace> W, assembly::Flow flow,
                      assembly::DirichletValues bc, bool pressure_null_space, std::string name,
                      Store& store = fem::store(), std::shared_ptr<solve::LinearSolver> solver = nullptr);

@@ -85,6 +85,10 @@ struct Options {
   /// The matrix is symmetric positive definite: MUMPS Cholesky, CG; otherwise LU, GMRES.
   /// (The serial automatic backend finds out itself.)
   bool spd = false;
+  /// The matrix is symmetric, perhaps indefinite (a saddle point: Stokes): MUMPS LDLᵀ instead of
+  /// LU (half the factor). Without spd or symmetric, MUMPS factorizes by LU. (Serial backends
+  /// decide themselves.)
+  bool symmetric = false;
   double rtol = 1e-10;  ///< Krylov: stop at ‖b − Ax‖ ≤ rtol ‖b‖ (the true residual)
   double atol = 1e-50;
   int max_iterations = 10000;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "fem/error.hpp"
+#include "fem/layout.hpp"
 
 namespace fem {
 
@@ -110,6 +111,52 @@ void NullSpace::make_compatible(std::span<double> b) const {
 
 void NullSpace::normalize(std::span<double> x) const {
   project(x, z_, w_, /*transposed=*/false);  // Wᵀ(x - Z y) = 0  ⇔  (WᵀZ) y = Wᵀx
+}
+
+// Over a layout: WᵀZ and the measured components are global inner products of consistent
+// vectors (k² + k reductions: k = 1 for the constants, the flow's pressure).
+void NullSpace::project(std::span<double> v, const std::vector<double>& along,
+                        const std::vector<double>& measured, bool transposed, const Layout& layout) const {
+  FEM_EXPECTS(v.size() == static_cast<std::size_t>(n_), "null space of size {}: a vector of {} entries", n_,
+              v.size());
+  const auto n = static_cast<std::size_t>(n_);
+  const auto column = [n](const std::vector<double>& m, int k) {
+    return std::span<const double>(m).subspan(static_cast<std::size_t>(k) * n, n);
+  };
+  Eigen::MatrixXd wz(k_, k_);
+  for (int i = 0; i < k_; ++i)
+    for (int j = 0; j < k_; ++j) wz(i, j) = layout.dot(column(w_, i), column(z_, j));
+  Eigen::VectorXd y(k_);
+  for (int k = 0; k < k_; ++k) y(k) = layout.dot(column(measured, k), v);
+  const Eigen::VectorXd c =
+      transposed ? Eigen::MatrixXd(wz.transpose()).partialPivLu().solve(y) : wz.partialPivLu().solve(y);
+  for (int k = 0; k < k_; ++k) {
+    const auto a = column(along, k);
+    for (std::size_t i = 0; i < n; ++i) v[i] -= a[i] * c(k);
+  }
+}
+
+double NullSpace::defect(std::span<const double> b, const Layout& layout) const {
+  FEM_EXPECTS(b.size() == static_cast<std::size_t>(n_), "null space of size {}: a vector of {} entries", n_,
+              b.size());
+  std::vector<double> magnitude(b.size()), z_magnitude(b.size());
+  for (std::size_t i = 0; i < b.size(); ++i) magnitude[i] = std::abs(b[i]);
+  double worst = 0;
+  for (int k = 0; k < k_; ++k) {
+    const auto z = vector(k);
+    for (std::size_t i = 0; i < b.size(); ++i) z_magnitude[i] = std::abs(z[i]);
+    const double along = layout.dot(z, b), size = layout.dot(z_magnitude, magnitude);
+    if (size > 0) worst = std::max(worst, std::abs(along) / size);
+  }
+  return worst;
+}
+
+void NullSpace::make_compatible(std::span<double> b, const Layout& layout) const {
+  project(b, w_, z_, /*transposed=*/true, layout);
+}
+
+void NullSpace::normalize(std::span<double> x, const Layout& layout) const {
+  project(x, z_, w_, /*transposed=*/false, layout);
 }
 
 std::size_t NullSpace::bytes() const noexcept {

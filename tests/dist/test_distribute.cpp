@@ -109,6 +109,42 @@ TEST_P(Distribute, GatherPutsEveryDofAtItsGlobalNumber) {
   EXPECT_EQ(dist::sum(comm, misplaced), 0);
 }
 
+// A mixed space's map is its velocity's and its pressure's stacked: each process owns its owned
+// velocity DOFs, then its owned pressure DOFs (one contiguous range), every copy of a DOF has its
+// owner's number, and gather() puts every number in its place.
+TEST(MixedDistribute, TheMixedMapStacksTheVelocityAndThePressure) {
+  for (const char* spec : {"plate_hole_v41.msh", "gen:cube-tet4:4", "gen:square-quad4:7"}) {
+    SCOPED_TRACE(spec);
+    Store store;
+    dist::distribute(comm, whole_mesh(comm, spec), "mesh/m", store);
+    const assembly::MixedSpace W("mesh/m", store);
+    const auto map = dist::index_map(W);
+    const auto u = dist::index_map(W.velocity()), p = dist::index_map(W.pressure());
+    EXPECT_EQ(map, dist::index_map(W));  // cached
+    EXPECT_EQ(map->local_dofs(), W.num_dofs());
+    EXPECT_EQ(map->global_dofs(), u->global_dofs() + p->global_dofs());
+    EXPECT_EQ(map->owned_dofs(), u->owned_dofs() + p->owned_dofs());
+    std::int64_t wrong = 0;
+    std::vector<double> g(W.num_dofs());
+    const index_t first = map->first_owned_node(), velocity_end = first + u->owned_dofs();
+    for (index_t d = 0; d < W.num_dofs(); ++d) {
+      const bool velocity = d < W.pressure_offset();
+      const index_t global = map->global_dof(d);
+      g[d] = global;
+      wrong += map->owns_dof(d) != (velocity ? u->owns_dof(d) : p->owns_dof(d - W.pressure_offset()));
+      if (map->owns_dof(d))
+        wrong += velocity ? !(global >= first && global < velocity_end)
+                          : !(global >= velocity_end && global < first + map->owned_dofs());
+    }
+    std::vector<double> agreed = g;
+    map->maximize(agreed);
+    for (index_t d = 0; d < W.num_dofs(); ++d) wrong += agreed[d] != g[d];
+    const auto all = map->gather(g);
+    for (std::size_t i = 0; i < all.size(); ++i) wrong += all[i] != static_cast<double>(i);
+    EXPECT_EQ(dist::sum(comm, wrong), 0);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Meshes, Distribute,
                          ::testing::Values("plate_hole_v41.msh", "annulus_p2_v41.msh", "gen:cube-tet4:5",
                                            "gen:square-quad4:7"),

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 
+#include "fem/assembly/mixed.hpp"
 #include "fem/assembly/space.hpp"
 #include "fem/eigen/eigen.hpp"
 #include "fem/layout.hpp"
@@ -36,6 +37,9 @@ bool distributed(const Store& store, const std::string& mesh_key);
 std::shared_ptr<const Layout> index_map(const assembly::FunctionSpace& V);
 std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& V,
                                                  const solve::Options& options);
+std::shared_ptr<const Layout> mixed_index_map(const assembly::MixedSpace& W);
+std::unique_ptr<solve::LinearSolver> make_mixed_solver(const assembly::MixedSpace& W,
+                                                       const solve::Options& options);
 eigen::Result eigen_solve(Store& store, const std::string& K, const std::string& M,
                           const assembly::FunctionSpace& V, const eigen::Options& options);
 /// Gathers the fields of a distributed mesh on rank 0 into one .vtu of the whole mesh.
@@ -58,9 +62,12 @@ struct Hooks {
                          std::span<const mesh::Field> points, std::span<const mesh::Field> cells);
   eigen::Result (*eigen_solve)(Store& store, const std::string& K, const std::string& M,
                                const assembly::FunctionSpace& V, const eigen::Options& options);
+  std::shared_ptr<const Layout> (*mixed_index_map)(const assembly::MixedSpace& W);
+  std::unique_ptr<solve::LinearSolver> (*make_mixed_solver)(const assembly::MixedSpace& W,
+                                                            const solve::Options& options);
 };
 
 }  // namespace fem::dist::detail
 
 /// libfem_dist's table, the one symbol the loader looks up (C linkage: a plain name for dlsym).
-extern "C" const fem::dist::detail::Hooks* fem_dist_hooks_v1() noexcept;
+extern "C" const fem::dist::detail::Hooks* fem_dist_hooks_v2() noexcept;

@@ -16,6 +16,8 @@
 
 namespace fem {
 
+class Layout;
+
 class NullSpace {
  public:
   /// `vectors`: a basis Z of the null space (k linearly independent vectors of `size` entries,
@@ -50,6 +52,13 @@ class NullSpace {
   /// x -= Z (WᵀZ)⁻¹ Wᵀ x: afterwards Wᵀx = 0, the normalized solution.
   void normalize(std::span<double> x) const;
 
+  /// The same over the processes of `layout` (vectors, functionals and b, x: consistent local
+  /// vectors of it; every sum a global one): collective. With Layout::serial() the results are
+  /// those of the functions above up to rounding.
+  double defect(std::span<const double> b, const Layout& layout) const;
+  void make_compatible(std::span<double> b, const Layout& layout) const;
+  void normalize(std::span<double> x, const Layout& layout) const;
+
   std::size_t bytes() const noexcept;
 
  private:
@@ -61,6 +70,8 @@ class NullSpace {
   // v -= A M⁻¹ Bᵀv with M = WᵀZ (or its transpose): A = `along`, B = `measured`, both n × k.
   void project(std::span<double> v, const std::vector<double>& along, const std::vector<double>& measured,
                bool transposed) const;
+  void project(std::span<double> v, const std::vector<double>& along, const std::vector<double>& measured,
+               bool transposed, const Layout& layout) const;
 };
 
 /// The null space of A within the span of `candidates` (e.g. the constants, or the rigid motions
