@@ -1,11 +1,13 @@
 // fem stokes and fem navier-stokes: incompressible flow on Taylor–Hood elements through
 // libfem_flow (docs/flow.md). Steady flow by Picard steps then Newton on the block matrix (every
 // Jacobian on one symbolic analysis); unsteady flow (--dt, --steps) by the incremental
-// pressure-correction scheme, whose three matrices are factorized once for the whole run.
+// pressure-correction scheme, whose three matrices are factorized once for the whole run. Steady
+// flow runs distributed under mpirun (MUMPS on the mixed space's stacked index map).
 //   fem stokes gen:square-tri3:32 --velocity all=0,0 --velocity top=1,0
 //   fem navier-stokes meshes/cylinder2d_v41.msh --viscosity 1e-3 --velocity inlet='4*1.5*y*(0.41-y)/0.41^2',0
 //       --velocity walls=0,0 --velocity cylinder=0,0 --outflow outlet --drag cylinder
 //   fem navier-stokes ... --dt 0.001 --steps 8000 --output out/ns.pvd
+//   mpirun -n 2 fem stokes gen:square-tri3:32 --velocity all=0,0 --velocity top=1,0
 #include "fem/flow/flow.hpp"
 
 #include <fmt/core.h>
@@ -80,9 +82,6 @@ void run_flow(const FlowOptions& o) {
   Run run(o.common, name, unsteady ? "" : ".vtu",
           unsteady ? "" : "VTU (a .vtu file: point data velocity and pressure)");
   run.time_stepped = unsteady;  // velocity data and forces in t
-  if (dist::processes().size() > 1)
-    throw Error(
-        fmt::format("{}: the distributed path is not built for flow yet; run it on one process", name));
   const Mesh& mesh = run.mesh();
   const int dim = mesh.tdim();
   if (o.velocity.empty()) throw Error("--velocity TAG=EXPR,...: give the velocity on the walls and inflow");
@@ -130,17 +129,27 @@ void run_flow(const FlowOptions& o) {
 
   Stopwatch w;
   auto W = std::make_shared<const assembly::MixedSpace>(run.mesh_key(), run.store());
+  // The layout of the mixed space's vectors and its solver, as the library picks them: the serial
+  // factorization cache (UMFPACK by default: indefinite, unsymmetric with convection), or MUMPS
+  // on a distributed mesh (LDLᵀ for Stokes, whose matrix is symmetric; LU otherwise).
+  const auto mixed = dist::layout(*W);
+  if (unsteady && mixed->distributed())
+    throw Error(fmt::format(
+        "{}: unsteady flow (--dt, --steps) runs on one process; steady flow runs distributed", name));
   solve::Options linear;
-  linear.backend =
-      o.common.solver == "auto" ? solve::Backend::umfpack : solve::backend_from_name(o.common.solver);
+  linear.backend = o.common.solver != "auto" ? solve::backend_from_name(o.common.solver)
+                   : mixed->distributed()    ? solve::Backend::automatic
+                                             : solve::Backend::umfpack;
   linear.ordering = solve::ordering_from_name(o.common.ordering, "--ordering");
   linear.compatibility_tolerance = o.common.compatibility_tolerance;
-  auto solver = std::shared_ptr<solve::LinearSolver>(solve::make_solver(linear));
+  linear.symmetric = !o.navier_stokes;
+  auto solver = std::shared_ptr<solve::LinearSolver>(dist::make_solver(*W, linear));
   run.adopt_space(W->velocity(), solver);
+  const auto pressure_layout = dist::layout(W->pressure());
   run.t.connectivity = w.seconds();
   w = Stopwatch();
-  const auto bc = assembly::dirichlet_values(W->velocity(), conditions);
-  run.constrained_dofs = static_cast<std::int64_t>(bc.dofs.size());
+  const auto bc = assembly::dirichlet_values(W->velocity(), conditions, run.layout());
+  run.constrained_dofs = run.layout().count_owned(bc.dofs);
   const bool free_pressure = outflow_tags.empty() && tractions.empty();
   assembly::Flow flow = o.navier_stokes ? assembly::Flow::navier_stokes(o.viscosity, o.density)
                                         : assembly::Flow::stokes(o.viscosity);
@@ -153,12 +162,36 @@ void run_flow(const FlowOptions& o) {
     flow.load = load;
   }
   std::vector<index_t> drag_nodes;
-  if (!o.drag.empty()) drag_nodes = flow::boundary_nodes(W->velocity(), {facet_tag(mesh, "--drag", o.drag)});
+  if (!o.drag.empty()) {
+    const int tag = run.local([&] { return facet_tag(mesh, "--drag", o.drag); });
+    assembly::check_facet_tags(mesh, std::vector<int>{tag}, run.layout());
+    drag_nodes = flow::boundary_nodes(W->velocity(), {tag}, run.layout());
+  }
   std::optional<assembly::FacetSet> flux_facets;
-  if (!o.flux.empty()) flux_facets = assembly::FacetSet{{facet_tag(mesh, "--flux", o.flux)}};
+  if (!o.flux.empty()) {
+    const int tag = run.local([&] { return facet_tag(mesh, "--flux", o.flux); });
+    assembly::check_facet_tags(mesh, std::vector<int>{tag}, run.layout());
+    flux_facets = assembly::FacetSet{{tag}};
+  }
+  // The pressure at two points: each from the lowest process whose part holds it (as --probe).
   std::optional<assembly::PointEvaluator> pressure_points;
-  if (!o.pressure_difference.empty())
-    pressure_points.emplace(W->pressure(), two_points(o.pressure_difference, mesh.gdim()));
+  std::array<bool, 2> pressure_here{true, true};
+  if (!o.pressure_difference.empty()) {
+    const auto xs = run.local([&] { return two_points(o.pressure_difference, mesh.gdim()); });
+    const Processes& group = run.layout().processes();
+    assembly::PointEvaluator::Options po;
+    po.require_all = group.size() == 1;
+    run.local([&] { pressure_points.emplace(W->pressure(), xs, po); });
+    for (index_t i = 0; i < 2; ++i) {
+      const double ranks = group.size(),
+                   lowest =
+                       -group.max(pressure_points->found(i) ? -static_cast<double>(group.rank()) : -ranks);
+      if (lowest >= ranks)
+        throw Error(fmt::format("--pressure-difference '{}': point {} lies in no cell of the mesh",
+                                o.pressure_difference, i + 1));
+      pressure_here[static_cast<std::size_t>(i)] = static_cast<double>(group.rank()) == lowest;
+    }
+  }
   run.t.assemble = w.seconds();
 
   Probes probes(run, o.probes, dim);  // velocity, then the pressure
@@ -173,16 +206,24 @@ void run_flow(const FlowOptions& o) {
       else
         out[key] = v;
     };
-    if (!drag_nodes.empty()) {
-      const auto f = flow::force(*W, flow, x, drag_nodes, inertia);
+    const Processes& group = run.layout().processes();
+    if (!o.drag.empty()) {
+      const auto f = flow::force(*W, flow, x, drag_nodes, inertia, *mixed);
       put("drag", f[0]);
       put("lift", f[1]);
     }
     if (pressure_points) {
-      const auto p = pressure_points->evaluate(W->pressure_part(x));
-      put("pressure_difference", p[0] - p[1]);
+      double p[2] = {0, 0};
+      for (index_t i = 0; i < 2; ++i)
+        if (pressure_here[static_cast<std::size_t>(i)])
+          pressure_points->value(W->pressure_part(x), i, std::span<double>(&p[i], 1));
+      put("pressure_difference", group.sum(p[0]) - group.sum(p[1]));
     }
-    if (flux_facets) put("flux", assembly::boundary_flux(W->velocity(), W->velocity_part(x), *flux_facets));
+    if (flux_facets) {  // each boundary facet is one process's
+      const double mine = run.local(
+          [&] { return assembly::boundary_flux(W->velocity(), W->velocity_part(x), *flux_facets); });
+      put("flux", group.sum(mine));
+    }
   };
   const auto record = [&](double t, std::span<const double> x) {
     probes.record(t, W->velocity_part(x), W->pressure_part(x));
@@ -280,7 +321,7 @@ void run_flow(const FlowOptions& o) {
       } else {
         std::copy(monolithic->u().begin(), monolithic->u().end(), previous.begin());
         monolithic->step();
-        if (!drag_nodes.empty()) {  // ρM(w₁ − w₀)/dt on the velocity: the force's inertia
+        if (!o.drag.empty()) {  // ρM(w₁ − w₀)/dt on the velocity: the force's inertia
           std::vector<double> dw(state.size()), Mdw(state.size());
           for (std::size_t i = 0; i < dw.size(); ++i) dw[i] = (monolithic->u()[i] - previous[i]) / o.dt;
           M->multiply(dw, Mdw);
@@ -309,21 +350,27 @@ void run_flow(const FlowOptions& o) {
     if (series) series->commit();
   }
 
-  // Errors against an exact flow: the pressure's free constant removed when it is free.
+  // Errors against an exact flow: the pressure's free constant removed when it is free (the
+  // integrals and norms summed over the processes' cells).
   assembly::Errors velocity_error, pressure_error;
   if (exact)
-    velocity_error = assembly::errors(assembly::Assembler(W->velocity()), W->velocity_part(state), *exact);
+    velocity_error = assembly::solution_errors(assembly::Assembler(W->velocity()), W->velocity_part(state),
+                                               *exact, nullptr, run.layout());
   if (exact_pressure) {
     const assembly::Assembler P(W->pressure());
     std::vector<double> p(W->pressure_part(state).begin(), W->pressure_part(state).end());
     if (free_pressure) {
-      const auto ip = assembly::interpolate(W->pressure(), *exact_pressure);
-      std::vector<double> d(p.size()), one(p.size(), 1.0);
-      for (std::size_t i = 0; i < p.size(); ++i) d[i] = p[i] - ip[i];
-      const double shift = assembly::integrate(P, d) / assembly::integrate(P, one);
+      const auto [difference, area] = run.local([&] {
+        const auto ip = assembly::interpolate(W->pressure(), *exact_pressure);
+        std::vector<double> d(p.size()), one(p.size(), 1.0);
+        for (std::size_t i = 0; i < p.size(); ++i) d[i] = p[i] - ip[i];
+        return std::pair{assembly::integrate(P, d), assembly::integrate(P, one)};
+      });
+      const Processes& group = run.layout().processes();
+      const double shift = group.sum(difference) / group.sum(area);
       for (double& v : p) v -= shift;
     }
-    pressure_error = assembly::errors(P, p, *exact_pressure);
+    pressure_error = assembly::solution_errors(P, p, *exact_pressure, nullptr, *pressure_layout);
   }
   if (!o.common.output.empty() && !unsteady) {
     const auto [u, pr] = run.local([&] { return nodal(state); });
@@ -339,14 +386,16 @@ void run_flow(const FlowOptions& o) {
       s2 += state[i + static_cast<std::size_t>(k)] * state[i + static_cast<std::size_t>(k)];
     speed = std::max(speed, std::sqrt(s2));
   }
+  speed = run.layout().processes().max(speed);
+  const auto global = [](const Layout& l, index_t n) { return l.global_size(static_cast<std::size_t>(n)); };
 
   nlohmann::json j = run.json();
   j["order"] = 2;
-  j["dofs"] = W->num_dofs();
+  j["dofs"] = global(*mixed, W->num_dofs());
   j["space"] = {{"velocity", W->velocity().name()},
                 {"pressure", W->pressure().name()},
-                {"velocity_dofs", W->pressure_offset()},
-                {"pressure_dofs", W->num_pressure_dofs()}};
+                {"velocity_dofs", global(run.layout(), W->pressure_offset())},
+                {"pressure_dofs", global(*pressure_layout, W->num_pressure_dofs())}};
   j["solution"] = {{"max_speed", speed},
                    {"pressure_min", pressure_range.first},
                    {"pressure_max", pressure_range.second},
@@ -393,8 +442,9 @@ void run_flow(const FlowOptions& o) {
   }
   if (!run.prints()) return;
   std::FILE* out = run.out();
-  run.print_header(fmt::format(" + {} with {} dofs: {} in all", W->pressure().name(), W->num_pressure_dofs(),
-                               W->num_dofs()));
+  run.print_header(fmt::format(" + {} with {} dofs: {} in all", W->pressure().name(),
+                               global(*pressure_layout, W->num_pressure_dofs()),
+                               global(*mixed, W->num_dofs())));
   if (free_pressure)
     fmt::print(out, "pressure    free up to a constant (no --outflow): normalized to zero mean\n");
   if (steady)
@@ -416,7 +466,7 @@ void run_flow(const FlowOptions& o) {
         monolithic->report().jacobians, monolithic->report().newton_failures);
   fmt::print(out, "solution    max |u| {:.6g}, p in [{:.6g}, {:.6g}]\n", speed, pressure_range.first,
              pressure_range.second);
-  if (!drag_nodes.empty()) {
+  if (!o.drag.empty()) {
     const auto last = [&](const char* key) {
       return flow_json[key].is_array() ? flow_json[key].back().get<double>() : flow_json[key].get<double>();
     };

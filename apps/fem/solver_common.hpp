@@ -174,7 +174,7 @@ class Run {
   /// the matrices are symmetric positive definite (Cholesky, CG for the distributed solvers).
   void make_space(int components, bool spd, const solve::Options& base = {});
   /// A space made elsewhere (a mixed space's velocity: fem stokes) and the solver the run's
-  /// summary reports: no assembler of its own; serial only.
+  /// summary reports: no assembler of its own; layout() is V's.
   void adopt_space(const assembly::FunctionSpace& V, std::shared_ptr<solve::LinearSolver> solver);
   const assembly::FunctionSpace& space() const noexcept { return *V_; }
   const std::shared_ptr<const assembly::Assembler>& assembler() const noexcept { return assembler_; }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "fem/mesh/vtu.hpp"
 
@@ -382,6 +384,83 @@ TEST(Drivers, IterativeSolversOnOneProcess) {
   }
 }
 
+// fem stokes and steady fem navier-stokes under mpirun: MUMPS on the mixed space's stacked index
+// map gives the serial run (UMFPACK) to 1e-8: the gathered velocity and pressure node by node,
+// the solution's ranges, the force and the pressure difference, and the same Newton (and Picard)
+// iterations. The cavity's pressure is free (a pinned unknown on the lowest rank that owns one,
+// normalized to ∫p = 0 with global sums); the channel's is fixed by its outflow.
+struct FlowCase {
+  std::string name, args;
+  std::vector<int> ranks;
+};
+
+void expect_the_serial_flow(const FlowCase& c) {
+  SCOPED_TRACE(c.name);
+  const auto sv = scratch(c.name + "_serial.vtu"), sj = scratch(c.name + "_serial.json");
+  const Outcome s = fem(0, c.args + " -q --output " + sv.string() + " --json " + sj.string());
+  ASSERT_EQ(s.status, 0) << s.output;
+  const auto serial = json(sj);
+  for (int ranks : c.ranks) {
+    SCOPED_TRACE(ranks);
+    const auto dv = scratch(fmt_name(c.name, ranks)), dj = scratch(fmt_name(c.name, ranks) + ".json");
+    const Outcome r = fem(ranks, c.args + " -q --output " + dv.string() + " --json " + dj.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    const auto dist = json(dj);
+    EXPECT_EQ(dist["ranks"], ranks);
+    EXPECT_EQ(dist["solver"]["backend"], "mumps");
+    EXPECT_EQ(dist["dofs"], serial["dofs"]);
+    EXPECT_EQ(dist["dirichlet_dofs"], serial["dirichlet_dofs"]);
+    for (const char* n : {"iterations", "picard_iterations", "jacobian_refreshes"}) {
+      EXPECT_EQ(dist["newton"][n], serial["newton"][n]) << n;
+    }
+    EXPECT_EQ(dist["cache"]["symbolic_analyses"], 1);  // Picard's and Newton's Jacobians: one analysis
+    EXPECT_EQ(dist["solution"]["normalization"], serial["solution"]["normalization"]);
+    EXPECT_LE(difference(dv, sv, "velocity"), 1e-8);
+    EXPECT_LE(difference(dv, sv, "pressure"), 1e-8);
+    const double speed = serial["solution"]["max_speed"].get<double>();
+    const double p_scale = std::max(std::abs(serial["solution"]["pressure_min"].get<double>()),
+                                    std::abs(serial["solution"]["pressure_max"].get<double>()));
+    EXPECT_NEAR(dist["solution"]["max_speed"].get<double>(), speed, 1e-8 * speed);
+    for (const char* n : {"pressure_min", "pressure_max"}) {
+      EXPECT_NEAR(dist["solution"][n].get<double>(), serial["solution"][n].get<double>(), 1e-8 * p_scale)
+          << n;
+    }
+    if (serial.contains("flow")) {
+      // The force's components to 1e-8 of its size (the lift is a small difference of large
+      // terms), the pressure difference to 1e-8 of the pressure's.
+      const double force =
+          std::hypot(serial["flow"]["drag"].get<double>(), serial["flow"]["lift"].get<double>());
+      for (const char* n : {"drag", "lift"}) {
+        EXPECT_NEAR(dist["flow"][n].get<double>(), serial["flow"][n].get<double>(), 1e-8 * force) << n;
+      }
+      EXPECT_NEAR(dist["flow"]["pressure_difference"].get<double>(),
+                  serial["flow"]["pressure_difference"].get<double>(), 1e-8 * p_scale);
+    }
+  }
+}
+
+TEST(Drivers, StokesIsTheSerialFlow) {
+  expect_the_serial_flow(
+      {"cavity", "stokes gen:square-tri3:16 --velocity all=0,0 --velocity top=1,0", {2, 3}});
+  expect_the_serial_flow(
+      {"channel",
+       "stokes gen:square-tri3:12 --viscosity 0.5 --velocity 'left=4*y*(1-y),0' --velocity "
+       "top=0,0 --velocity bottom=0,0 --outflow right --drag bottom --pressure-difference "
+       "0.2,0.5:0.8,0.5",
+       {2}});
+}
+
+TEST(Drivers, SteadyNavierStokesIsTheSerialFlow) {
+  // DFG 2D-1 (tests/apps: FemFlow.DfgBenchmark2D1WithinOnePercent): 3 Picard + 3 Newton iterations.
+  expect_the_serial_flow(
+      {"dfg",
+       "navier-stokes " + meshes +
+           "/dfg_cylinder_v41.msh --viscosity 1e-3 --velocity "
+           "'inlet=4*0.3*y*(0.41-y)/0.41^2,0' --velocity walls=0,0 --velocity cylinder=0,0 "
+           "--outflow outlet --drag cylinder --pressure-difference 0.15,0.2:0.25,0.2",
+       {2}});
+}
+
 // One line from rank 0, whichever rank failed; every rank exits non-zero.
 void expect_one_line_error(const Outcome& r, const std::string& words) {
   EXPECT_NE(r.status, 0);
@@ -400,6 +479,10 @@ TEST(Drivers, AnErrorOnAnyRankIsOneLineAndEveryRankFails) {
                         "--source");
   // No Dirichlet condition: the distributed solvers refuse it in words.
   expect_one_line_error(fem(2, "poisson gen:square-tri3:8 --neumann all=0 --source 0"), "Dirichlet");
+  // Unsteady flow stays on one process.
+  expect_one_line_error(
+      fem(2, "navier-stokes gen:square-tri3:4 --velocity left=1,0 --outflow right --dt 0.1 --steps 2"),
+      "one process");
 }
 
 }  // namespace
