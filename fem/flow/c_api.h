@@ -4,7 +4,10 @@
  * force on a boundary. Plain C (C99); status codes and fem_last_error() as in fem/c_api.h;
  * functions of position as fem_function (fem/assembly/c_api.h). See docs/c_api.md and
  * docs/flow.md. The unknowns of the mixed space: the velocity's DOFs (node·dim + component, the
- * numbering of the P2/Q2 vector space on the mesh), then the pressure's (one per vertex). */
+ * numbering of the P2/Q2 vector space on the mesh), then the pressure's (one per vertex). The
+ * vertices are the first nodes of the velocity's numbering, so pressure DOF velocity_dofs + i sits
+ * at node i (fem_flow_nodes gives where the nodes are). An unsteady flow is a projection stepper,
+ * a handle driven step by step (fem_flow_stepper_create). */
 #ifndef FEM_FLOW_C_API_H
 #define FEM_FLOW_C_API_H
 
@@ -78,6 +81,84 @@ int fem_flow_solve_steady(const char* mesh_key, const fem_flow_options* options,
  * force[3] (unused components 0; per unit depth in 2D). */
 int fem_flow_force(const char* mesh_key, const fem_flow_options* options, const char* w_key,
                    const int32_t* tags, int32_t ntags, double force[3]);
+
+/* The velocity's nodes: their coordinates as f64 [nodes, gdim] under coordinates_key (node i's
+ * DOFs are i·dim + k; the first pressure_dofs nodes are the vertices, pressure DOF
+ * velocity_dofs + i at node i). *count (may be NULL) gets the number of nodes. */
+int fem_flow_nodes(const char* mesh_key, const char* coordinates_key, int64_t* count);
+
+/* The velocity's nodes on the facets of `tags` (ntags 0: the whole boundary), sorted, as i64
+ * [count] under nodes_key: where a force is summed, and (node·dim + k) where velocity data go.
+ * *count (may be NULL) gets their number. A tag no boundary facet carries is an error. */
+int fem_flow_boundary_nodes(const char* mesh_key, const int32_t* tags, int32_t ntags, const char* nodes_key,
+                            int64_t* count);
+
+/* fem_flow_solve_steady with the velocity's Dirichlet data as arrays: u_dofs[i] = values[i] for
+ * ndofs velocity DOFs (strictly increasing, each < velocity_dofs; NULL when ndofs is 0). */
+int fem_flow_solve_steady_dofs(const char* mesh_key, const fem_flow_options* options, const int64_t* dofs,
+                               const double* values, int64_t ndofs, const fem_function* body_force,
+                               const char* out_key, fem_flow_report* report);
+
+/* fem_flow_force on the given velocity nodes (any set: fem_flow_boundary_nodes, or a part of it). */
+int fem_flow_force_nodes(const char* mesh_key, const fem_flow_options* options, const char* w_key,
+                         const int64_t* nodes, int64_t nnodes, double force[3]);
+
+/* ---- Unsteady flow: the incremental pressure-correction (projection) scheme ----------------- */
+
+/* A projection stepper (fem::flow::ProjectionStepper, docs/flow.md): explicit convection (AB2),
+ * Crank–Nicolson viscosity, its three matrices factorized once for the run. One thread at a time
+ * per stepper. */
+typedef struct fem_flow_stepper fem_flow_stepper;
+
+/* The velocity's Dirichlet values at t into g (ndofs values, in the order of the dofs given).
+ * Nonzero: a failure (the step is not taken). */
+typedef int (*fem_flow_values_fn)(double t, double* g, int64_t ndofs, void* user);
+
+typedef struct fem_flow_stepper_report {
+  double t, dt;
+  int64_t steps;    /* taken since create */
+  int64_t matrices; /* distinct matrices factorized at create (2 per set of constrained velocity
+                       nodes, 1 for the pressure); the steps factorize none */
+  int64_t dofs;     /* the state's length */
+} fem_flow_stepper_report;
+
+/* A stepper on the Taylor–Hood space of mesh_key with step dt (> 0) from t = 0. options: μ, ρ
+ * and convection (nonzero: Navier–Stokes, else unsteady Stokes); symmetric_gradient and
+ * compressibility must be 0. The velocity is g(t) at `dofs` (strictly increasing velocity DOFs,
+ * ndofs of them), g from `values` (NULL: zero) with `user`, called at create (t = 0, when w0 is
+ * NULL) and once before each step (t + dt) on the caller's thread. p = 0 at the `outflow`
+ * pressure DOFs (0 .. pressure_dofs − 1, i.e. vertex nodes; noutflow 0: p is free up to a
+ * constant, found with Σp = 0). w0: the mixed state at t = 0 (dofs values), taken as given; NULL:
+ * rest, u = g(0) at the dofs. Its matrices are store entries `<name>/tentative/<i>`,
+ * `<name>/correction/<i>` and `<name>/pressure` (kept after destroy). On failure *out is
+ * unchanged. */
+int fem_flow_stepper_create(const char* name, const char* mesh_key, const fem_flow_options* options,
+                            double dt, const int64_t* dofs, int64_t ndofs, fem_flow_values_fn values,
+                            void* user, const int64_t* outflow, int64_t noutflow, const double* w0,
+                            fem_flow_stepper** out);
+
+/* Frees the stepper (NULL: nothing). Its store entries stay. */
+void fem_flow_stepper_destroy(fem_flow_stepper* stepper);
+
+/* `count` (≥ 1) steps of dt. A values callback that returns nonzero (or gives a non-finite value)
+ * stops before the step it was called for: FEM_ERR_INTERNAL (FEM_ERR_NUMERICAL), the message
+ * naming the callback, its return and t; that step's state is as it was, the earlier steps stay. */
+int fem_flow_stepper_step(fem_flow_stepper* stepper, int64_t count);
+
+/* The time and the mixed state (velocity, then pressure): *w points to the stepper's n values
+ * (valid until the next step or destroy). Any of t, w, n may be NULL. */
+int fem_flow_stepper_state(const fem_flow_stepper* stepper, double* t, const double** w, int64_t* n);
+
+/* Publishes the state as f64 [dofs] under key (a new version): what fem_flow_force, fem_flow_assemble
+ * or a steady solve's guess read. */
+int fem_flow_stepper_publish(const fem_flow_stepper* stepper, const char* key);
+
+int fem_flow_stepper_report_get(const fem_flow_stepper* stepper, fem_flow_stepper_report* report);
+
+/* The force of the fluid on the velocity nodes given (fem_flow_boundary_nodes) at the current
+ * state, the last step's inertia ρ M (u^{n+1} − u^n)/dt included (volume formulation). */
+int fem_flow_stepper_force(const fem_flow_stepper* stepper, const int64_t* nodes, int64_t nnodes,
+                           double force[3]);
 
 #ifdef __cplusplus
 }

@@ -38,11 +38,11 @@ SteadyResult solve_steady(std::shared_ptr<const MixedSpace> W, const Flow& flow,
   return result;
 }
 
-std::vector<index_t> boundary_nodes(const assembly::FunctionSpace& V, const std::vector<int>& tags,
+std::vector<index_t> boundary_nodes(const assembly::FunctionSpace& V, assembly::FacetSet where,
                                     const Layout& layout) {
-  FEM_EXPECTS(!tags.empty(), "boundary_nodes: no facet tags");
+  FEM_EXPECTS(where.whole_boundary || !where.tags.empty(), "boundary_nodes: no facet tags");
   const auto values = layout.processes().collective([&] {
-    return assembly::condition_values(V, {assembly::FacetSet{tags}, nullptr, V.components() > 1 ? 0 : -1});
+    return assembly::condition_values(V, {std::move(where), nullptr, V.components() > 1 ? 0 : -1});
   });
   std::vector<index_t> nodes;
   if (layout.distributed()) {  // the nodes a process shares with the part that holds their facets

@@ -52,10 +52,10 @@ SteadyResult solve_steady(std::shared_ptr<const MixedSpace> W, const Flow& flow,
                           const SteadyOptions& options = {}, const std::string& name = "flow",
                           Store& store = fem::store(), std::shared_ptr<solve::LinearSolver> solver = nullptr);
 
-/// The nodes of V on the facets of `tags` (sorted): where a force is summed. On a distributed
-/// mesh (`layout`: V's, fem::dist::layout(V)) a process also has the nodes it shares with a
+/// The nodes of V on the facets of `where` (tags, or FacetSet::all(); sorted): where a force is summed. On a
+/// distributed mesh (`layout`: V's, fem::dist::layout(V)) a process also has the nodes it shares with a
 /// process whose part holds their facets. Collective.
-std::vector<index_t> boundary_nodes(const assembly::FunctionSpace& V, const std::vector<int>& tags,
+std::vector<index_t> boundary_nodes(const assembly::FunctionSpace& V, assembly::FacetSet where,
                                     const Layout& layout = Layout::serial());
 
 /// The force of the fluid on the boundary whose velocity nodes are `nodes` (W.velocity()'s), by the

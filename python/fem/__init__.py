@@ -32,6 +32,7 @@ from ._fem import (  # noqa: F401  (the public API)
     KeyError,
     LockingWarning,
     Mesh,
+    MixedSpace,
     NotCompiled,
     ProjectionStepper,
     NumericalError,
@@ -40,7 +41,10 @@ from ._fem import (  # noqa: F401  (the public API)
     TypeError,
     backends,
     flow_sizes,
+    force,
+    navier_stokes,
     solve_flow,
+    stokes,
     check_mesh,
     factor_key,
     factorization,
@@ -61,9 +65,10 @@ from ._fem import (  # noqa: F401  (the public API)
 __all__ = [
     "Assembler", "CsrMatrix", "CsrPattern", "Diffusion", "DirichletBC", "DynamicsStepper", "Elasticity", "Error",
     "Factorization", "FunctionSpace", "HashTable", "InvalidArgument", "InvalidKey", "KeyError", "LockingWarning", "Mass", "Mesh",
-    "Neumann", "NotCompiled", "NumericalError", "ParseError", "Source", "Store", "TimeStepper", "TypeError",
-    "backends", "check_mesh", "count_eigenvalues_below", "eigsh", "factor_key", "factorization", "factorize",
-    "generate_mesh", "newton_solve", "read_mesh", "solve", "solve_transpose", "store",
+    "MixedSpace", "Neumann", "NotCompiled", "NumericalError", "ParseError", "ProjectionStepper", "Source", "Store",
+    "TimeStepper", "TypeError", "backends", "check_mesh", "count_eigenvalues_below", "eigsh", "factor_key",
+    "factorization", "factorize", "flow_sizes", "force", "generate_mesh", "navier_stokes", "newton_solve", "read_mesh",
+    "solve", "solve_flow", "solve_transpose", "stokes", "store",
 ]
 
 
