@@ -16,6 +16,7 @@
 
 #include "commands.hpp"
 #include "fem/assembly/mixed.hpp"
+#include "fem/flow/flow.hpp"
 #include "fem/norm.hpp"
 #include "solver_common.hpp"
 
@@ -45,12 +46,6 @@ void run_up(const ElasticityOptions& o, Run& run, const assembly::Elasticity& ma
   const int dim = mesh.tdim();
   Stopwatch w;
   auto W = std::make_shared<const assembly::MixedSpace>(run.mesh_key(), run.store());
-  solve::Options linear;
-  linear.backend =
-      o.common.solver == "auto" ? solve::Backend::umfpack : solve::backend_from_name(o.common.solver);
-  linear.ordering = solve::ordering_from_name(o.common.ordering, "--ordering");
-  auto solver = std::shared_ptr<solve::LinearSolver>(solve::make_solver(linear));
-  run.adopt_space(W->velocity(), solver);
   run.t.connectivity = w.seconds();
 
   w = Stopwatch();
@@ -65,6 +60,18 @@ void run_up(const ElasticityOptions& o, Run& run, const assembly::Elasticity& ma
     *inv_lambda = 1 / lambda;
   };
   if (body_force) flow.body_force = *body_force;
+  // The library's solver for the saddle point: UMFPACK by default; --solver mumps (LDLᵀ) or
+  // fieldsplit (FGMRES, Schur complement by the pressure mass over the shear modulus) on PETSc.
+  solve::Options linear;
+  linear.backend =
+      o.common.solver == "auto" ? solve::Backend::umfpack : solve::backend_from_name(o.common.solver);
+  linear.ordering = solve::ordering_from_name(o.common.ordering, "--ordering");
+  linear.symmetric = true;
+  linear.rtol = o.common.ksp_rtol;
+  linear.prefix = "fem_";
+  linear = flow::solver_options(*W, flow, linear, "elasticity", run.store());
+  auto solver = std::shared_ptr<solve::LinearSolver>(dist::make_solver(*W, linear));
+  run.adopt_space(W->velocity(), solver);
   const auto n = static_cast<std::size_t>(W->num_dofs());
   std::vector<double> values = prefaulted_vector<double>(W->pattern()->nnz()), b(n, 0.0), zero(n, 0.0);
   assembly::flow_into(*W, flow, zero, values, b);  // b = F(0) = −∫f·v

@@ -143,8 +143,13 @@ void run_flow(const FlowOptions& o) {
   linear.ordering = solve::ordering_from_name(o.common.ordering, "--ordering");
   linear.compatibility_tolerance = o.common.compatibility_tolerance;
   linear.symmetric = !o.navier_stokes;
-  auto solver = std::shared_ptr<solve::LinearSolver>(dist::make_solver(*W, linear));
-  run.adopt_space(W->velocity(), solver);
+  linear.rtol = o.common.ksp_rtol;
+  linear.prefix = "fem_";
+  if (unsteady && solve::distributed(linear.backend))
+    throw Error(
+        fmt::format("{}: --solver {}: the unsteady schemes factorize on one process (umfpack, klu, "
+                    "cholmod, ldlt, lu); --solver {} is for steady flow",
+                    name, o.common.solver, o.common.solver));
   const auto pressure_layout = dist::layout(W->pressure());
   run.t.connectivity = w.seconds();
   w = Stopwatch();
@@ -161,6 +166,10 @@ void run_flow(const FlowOptions& o) {
     assembly::assemble_neumann(W->velocity(), tractions, *load);
     flow.load = load;
   }
+  // fieldsplit: the Schur complement's preconditioner is the library's (flow::solver_options).
+  linear = flow::solver_options(*W, flow, linear, name, run.store());
+  auto solver = std::shared_ptr<solve::LinearSolver>(dist::make_solver(*W, linear));
+  run.adopt_space(W->velocity(), solver);
   std::vector<index_t> drag_nodes;
   if (!o.drag.empty()) {
     const int tag = run.local([&] { return facet_tag(mesh, "--drag", o.drag); });

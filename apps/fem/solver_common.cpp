@@ -248,10 +248,12 @@ void add_common_options(CLI::App& cmd, CommonOptions& o, bool with_order) {
          "--solver", o.solver,
          "serial direct solver (auto, cholmod, umfpack, klu, ldlt, lu), or a distributed one (MPI + PETSc, "
          "also on one process): mumps (direct, the default under mpirun), gamg or hypre (CG/GMRES with "
-         "algebraic multigrid; PETSc options through PETSC_OPTIONS with the prefix fem_)")
-      ->check(CLI::IsMember({"auto", "cholmod", "umfpack", "klu", "ldlt", "lu", "mumps", "gamg", "hypre"}));
+         "algebraic multigrid), fieldsplit (flow and u-p: FGMRES with a Schur complement preconditioner); "
+         "PETSc options through PETSC_OPTIONS with the prefix fem_")
+      ->check(CLI::IsMember(
+          {"auto", "cholmod", "umfpack", "klu", "ldlt", "lu", "mumps", "gamg", "hypre", "fieldsplit"}));
   cmd.add_option("--ksp-rtol", o.ksp_rtol,
-                 "relative residual ‖b − Ax‖/‖b‖ of the iterative solvers (--solver gamg|hypre)")
+                 "relative residual ‖b − Ax‖/‖b‖ of the iterative solvers (--solver gamg|hypre|fieldsplit)")
       ->check(positive_number());
   cmd.add_option("--ordering", o.ordering, "fill-reducing ordering")
       ->check(CLI::IsMember({"auto", "amd", "colamd", "metis", "natural"}));
@@ -295,7 +297,7 @@ bool asks_for_distributed_solver(int argc, char** argv) {
     std::string value;
     if (std::strcmp(argv[i], "--solver") == 0 && i + 1 < argc) value = argv[i + 1];
     if (std::strncmp(argv[i], "--solver=", 9) == 0) value = argv[i] + 9;
-    if (value == "mumps" || value == "gamg" || value == "hypre") return true;
+    if (value == "mumps" || value == "gamg" || value == "hypre" || value == "fieldsplit") return true;
   }
   return false;
 }

@@ -404,4 +404,32 @@ void velocity_mass_into(const MixedSpace& W, double density, std::span<double> v
   });
 }
 
+void schur_mass_into(const MixedSpace& W, const Flow& flow, std::span<double> values) {
+  const auto n = static_cast<std::size_t>(W.dofs_per_cell());
+  FEM_EXPECTS(values.size() == static_cast<std::size_t>(W.pattern()->nnz()),
+              "schur_mass_into: {} matrix values for a pattern of {}", values.size(), W.pattern()->nnz());
+  std::fill(values.begin(), values.end(), 0.0);
+  const auto& slots = W.plan().connectivity.element_slots;
+  const auto tags = W.mesh().cell_tags();
+  for_each_cell(W, 2, [&](index_t c, const std::vector<Point>& points, const Table&, const Table& P) {
+    const std::size_t pofs = n - static_cast<std::size_t>(P.n);
+    const index_t* s = &slots[static_cast<std::size_t>(c) * n * n];
+    for (int q = 0; q < P.nq; ++q) {
+      const Point& pt = points[static_cast<std::size_t>(q)];
+      double mu = flow.viscosity, kappa_inv = flow.compressibility;
+      if (flow.material)
+        flow.material(c, tags.empty() ? 0 : tags[static_cast<std::size_t>(c)], pt.x.data(), &mu, &kappa_inv);
+      FEM_EXPECTS(std::isfinite(mu) && mu > 0,
+                  "schur_mass_into: the viscosity {} in cell {} must be positive", mu, c);
+      const double wq = -pt.weight * (1 / (flow.symmetric_gradient ? 2 * mu : mu) + kappa_inv);
+      const double* psi = &P.phi[static_cast<std::size_t>(q * P.n)];
+      for (int a = 0; a < P.n; ++a)
+        for (int b = 0; b < P.n; ++b)
+          values[static_cast<std::size_t>(
+              s[(pofs + static_cast<std::size_t>(a)) * n + pofs + static_cast<std::size_t>(b)])] +=
+              wq * psi[a] * psi[b];
+    }
+  });
+}
+
 }  // namespace fem::assembly

@@ -158,4 +158,10 @@ void mixed_into(const MixedSpace& W, const MixedKernel& kernel, int quadrature_d
 /// The velocity mass matrix ∫ρ u·v (zero pressure block), on W.pattern(), into values (zeroed first).
 void velocity_mass_into(const MixedSpace& W, double density, std::span<double> values);
 
+/// The Schur complement's spectral equivalent for a block preconditioner of flow_into's matrix:
+/// −∫ (1/μ' + 1/κ) p q with μ' = μ (2μ with symmetric_gradient) and μ, 1/κ per point as flow_into
+/// takes them, on W.pattern()'s pressure block (the rest zero), into values (zeroed first). The
+/// sign is the Schur complement's: flow_into's continuity row is −(q, div u).
+void schur_mass_into(const MixedSpace& W, const Flow& flow, std::span<double> values);
+
 }  // namespace fem::assembly

@@ -6,3 +6,5 @@
 typedef struct _p_Mat* Mat;
 typedef struct _p_Vec* Vec;
 typedef struct _p_KSP* KSP;
+typedef struct _p_PC* PC;
+typedef struct _p_IS* IS;

@@ -45,8 +45,15 @@ class DistributedSolver final : public solve::LinearSolver {
     null_space_ = collective_input(map_->comm(), store, key, *map_).value->null_space();
     pinned_ = {};
     // A null space on some processes only is refused (with the others) by pin_null_space.
-    if (map_->processes().max(null_space_ ? 1.0 : 0.0) > 0) pinned_ = pin_null_space(store, key, *map_);
-    solver_ = solver(store, null_space_ ? pinned_.key : key, map_, options(), std::move(solver_), &computed);
+    solve::Options o = options();
+    if (map_->processes().max(null_space_ ? 1.0 : 0.0) > 0) {
+      pinned_ = pin_null_space(store, key, *map_);
+      // The Schur complement of the pinned operator has 1 at the pinned pressure: so has its
+      // preconditioner's (a mass matrix's diagonal there would be an eigenvalue of the wrong sign).
+      if (!o.schur_preconditioner.empty())
+        o.schur_preconditioner = pin(store, o.schur_preconditioner, *map_, pinned_);
+    }
+    solver_ = solver(store, null_space_ ? pinned_.key : key, map_, o, std::move(solver_), &computed);
     return computed;  // the same on every process
   }
 
@@ -174,8 +181,9 @@ std::unique_ptr<solve::LinearSolver> make_solver(const assembly::FunctionSpace& 
                                                  const solve::Options& options) {
   solve::Options o = options;
   if (o.backend == solve::Backend::automatic) o.backend = solve::Backend::mumps;
-  FEM_EXPECTS(solve::distributed(o.backend),
-              "solver {}: a serial backend; the distributed solvers are mumps (the default), gamg and hypre",
+  FEM_EXPECTS(solve::distributed(o.backend) && o.backend != solve::Backend::fieldsplit,
+              "solver {}: the distributed solvers of one field are mumps (the default), gamg and hypre "
+              "(fieldsplit is for mixed spaces)",
               solve::to_string(o.backend));
   FEM_EXPECTS(distributed(*V.store(), V.mesh_key()),
               "solver {}: the mesh '{}' was not published by fem::dist::publish_mesh while running "
@@ -191,9 +199,9 @@ std::unique_ptr<solve::LinearSolver> make_mixed_solver(const assembly::MixedSpac
   solve::Options o = options;
   if (o.backend == solve::Backend::automatic) o.backend = solve::Backend::mumps;
   const assembly::FunctionSpace& V = W.velocity();
-  FEM_EXPECTS(o.backend == solve::Backend::mumps,
-              "solver {}: the mixed space's saddle-point matrices are solved by mumps (the default) on the "
-              "distributed path",
+  FEM_EXPECTS(o.backend == solve::Backend::mumps || o.backend == solve::Backend::fieldsplit,
+              "solver {}: the mixed space's saddle-point matrices are solved by mumps (the default) or "
+              "fieldsplit (FGMRES with a Schur complement preconditioner) on the distributed path",
               solve::to_string(o.backend));
   FEM_EXPECTS(distributed(*V.store(), V.mesh_key()),
               "solver {}: the mesh '{}' was not published by fem::dist::publish_mesh while running "

@@ -170,6 +170,8 @@ IndexMap::IndexMap(std::span<const IndexMap* const> blocks)
     mine[static_cast<std::size_t>(2 * b)] = blocks[b]->first_owned_node() * blocks[b]->block();
     mine[static_cast<std::size_t>(2 * b + 1)] = blocks[b]->owned_dofs();
     owned_ += blocks[b]->owned_dofs();
+    stacked_owned_.push_back(blocks[b]->owned_dofs());
+    stacked_block_.push_back(blocks[b]->block());
   }
   std::vector<index_t> ranges(static_cast<std::size_t>(2 * nb * ranks));
   MPI_Allgather(mine.data(), 2 * nb, MPI_INT, ranges.data(), 2 * nb, MPI_INT, comm_);

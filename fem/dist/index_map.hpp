@@ -60,6 +60,14 @@ class IndexMap final : public Layout {
   index_t global_dof(index_t local_dof) const noexcept {
     return global_[local_dof / block_] * block_ + local_dof % block_;
   }
+  /// The owned DOFs here of each stacked block, in block order (contiguous in the owned range),
+  /// and each block's own block size (a velocity's dim); one block for a map that is no stack.
+  std::vector<index_t> owned_dofs_per_block() const {
+    return stacked_owned_.empty() ? std::vector<index_t>{owned_dofs()} : stacked_owned_;
+  }
+  std::vector<int> block_sizes() const {
+    return stacked_block_.empty() ? std::vector<int>{block_} : stacked_block_;
+  }
   bool owns_node(index_t local_node) const noexcept { return position_[local_node] < owned_; }
   bool owns_dof(index_t local_dof) const noexcept { return owns_node(local_dof / block_); }
 
@@ -101,9 +109,11 @@ class IndexMap final : public Layout {
   Group group_;
   int block_ = 1;
   index_t owned_ = 0, first_ = 0, global_nodes_ = 0;
-  std::vector<index_t> global_;    // per local node
-  std::vector<index_t> position_;  // per local node: slot in the ghosted vector's local form
-  std::vector<index_t> ghosts_;    // global numbers of the ghost nodes, in slot order
+  std::vector<index_t> stacked_owned_;  // a stack: owned DOFs of each block here
+  std::vector<int> stacked_block_;      // a stack: each block's block size
+  std::vector<index_t> global_;         // per local node
+  std::vector<index_t> position_;       // per local node: slot in the ghosted vector's local form
+  std::vector<index_t> ghosts_;         // global numbers of the ghost nodes, in slot order
   std::vector<double> owned_coordinates_;
   int gdim_ = 0;
   Vec ghosted_ = nullptr;     // scratch for the moves (VecCreateGhostBlock)

@@ -1,6 +1,7 @@
-// Distributed solves of a matrix in the store: MUMPS (LU, or Cholesky for SPD matrices) and
-// Krylov methods preconditioned by GAMG or hypre's BoomerAMG, each a derived store entry of the
-// matrix's version that a new version refactorizes (or re-preconditions) in place:
+// Distributed solves of a matrix in the store: MUMPS (LU, or Cholesky for SPD matrices),
+// Krylov methods preconditioned by GAMG or hypre's BoomerAMG, and FGMRES preconditioned by a
+// Schur-complement field split for a mixed space's saddle points (fieldsplit), each a derived store entry of
+// the matrix's version that a new version refactorizes (or re-preconditions) in place:
 //
 //   auto s = fem::dist::solver(store, "A", map, {.backend = fem::solve::Backend::mumps});
 //   s->solve(b, fem::Sums::partial, x);                              // collective
@@ -36,14 +37,17 @@
 
 namespace fem::dist {
 
-/// The method of a distributed backend (solve::Options::backend mumps, gamg or hypre):
+/// The method of a distributed backend (solve::Options::backend mumps, gamg, hypre, fieldsplit):
 /// "cholesky", "ldlt" or "lu" for MUMPS, "cg" or "gmres" for the Krylov methods, from Options::spd
-/// and Options::symmetric.
+/// and Options::symmetric; "fgmres" for fieldsplit.
 std::string_view method(const solve::Options& options) noexcept;
 
 class Solver {
  public:
-  Solver(std::shared_ptr<const PetscMatrix> A, const solve::Options& options, std::string key);
+  /// `schur`: for backend fieldsplit, the matrix of Options::schur_preconditioner (its pressure
+  /// block preconditions the Schur complement); null otherwise, or for PETSc's selfp.
+  Solver(std::shared_ptr<const PetscMatrix> A, const solve::Options& options, std::string key,
+         std::shared_ptr<const PetscMatrix> schur = nullptr);
   ~Solver();
   Solver(const Solver&) = delete;
   Solver& operator=(const Solver&) = delete;
@@ -81,7 +85,11 @@ class Solver {
                          bool check) const;
   // A Krylov method around the preconditioner (AMG, or a lagged factor); else MUMPS alone.
   bool krylov() const noexcept { return options_.backend != solve::Backend::mumps || options_.lag; }
-  std::shared_ptr<const PetscMatrix> A_;
+  // fieldsplit: the velocity and pressure index sets, the Schur complement's preconditioner.
+  void set_field_split(PC pc);
+  std::shared_ptr<const PetscMatrix> A_, schur_;
+  IS fields_[2] = {nullptr, nullptr};
+  Mat schur_block_ = nullptr;
   solve::Options options_;
   std::string key_;
   Store* store_ = nullptr;  // where its setups are counted (a rebuild inside a lagged solve too)
@@ -125,6 +133,11 @@ struct Pinned {
 /// as `<key>#pinned` (derived from it, not evictable: its PETSc matrix and solver are collective).
 /// Errors (a null space of several vectors, a vector that is no null vector) on every process.
 Pinned pin_null_space(Store& store, const std::string& key, const IndexMap& map);
+/// Collective: the CsrMatrix under `key` with the unknown of `at` pinned as pin_null_space pins
+/// it (row and column zeroed, 1 on the owner's diagonal), cached as `<key>#pinned`; its key.
+/// A preconditioner's matrix (Options::schur_preconditioner) pinned alike stays consistent with
+/// the pinned operator.
+std::string pin(Store& store, const std::string& key, const IndexMap& map, const Pinned& at);
 
 }  // namespace fem::dist
 

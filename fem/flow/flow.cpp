@@ -38,6 +38,20 @@ SteadyResult solve_steady(std::shared_ptr<const MixedSpace> W, const Flow& flow,
   return result;
 }
 
+solve::Options solver_options(const MixedSpace& W, const Flow& flow, solve::Options options,
+                              const std::string& name, Store& store) {
+  if (options.backend != solve::Backend::fieldsplit) return options;
+  std::vector<double> values(static_cast<std::size_t>(W.pattern()->nnz()));
+  assembly::schur_mass_into(W, flow, values);
+  const std::string key = name + "/schur";
+  const auto old = store.find<CsrMatrix>(key);
+  if (!old || old->pattern_ptr() != W.pattern() ||
+      !std::equal(values.begin(), values.end(), old->values().begin()))
+    store.put(key, CsrMatrix(W.pattern(), std::move(values)));
+  options.schur_preconditioner = key;
+  return options;
+}
+
 std::vector<index_t> boundary_nodes(const assembly::FunctionSpace& V, assembly::FacetSet where,
                                     const Layout& layout) {
   FEM_EXPECTS(where.whole_boundary || !where.tags.empty(), "boundary_nodes: no facet tags");

@@ -52,6 +52,14 @@ SteadyResult solve_steady(std::shared_ptr<const MixedSpace> W, const Flow& flow,
                           const SteadyOptions& options = {}, const std::string& name = "flow",
                           Store& store = fem::store(), std::shared_ptr<solve::LinearSolver> solver = nullptr);
 
+/// The linear-solver options for flow's saddle-point matrices on W: `options` as given, and for
+/// the fieldsplit backend (FGMRES with a Schur-complement field split, fem::dist) the Schur
+/// complement's preconditioner, assembly::schur_mass_into(W, flow) published under
+/// `<name>/schur` (a new version only when its values change, so the solver's setup is kept) and
+/// named in Options::schur_preconditioner. On a distributed mesh each process publishes its part.
+solve::Options solver_options(const MixedSpace& W, const Flow& flow, solve::Options options,
+                              const std::string& name = "flow", Store& store = fem::store());
+
 /// The nodes of V on the facets of `where` (tags, or FacetSet::all(); sorted): where a force is summed. On a
 /// distributed mesh (`layout`: V's, fem::dist::layout(V)) a process also has the nodes it shares with a
 /// process whose part holds their facets. Collective.

@@ -46,6 +46,8 @@ std::string_view to_string(Backend backend) noexcept {
       return "gamg";
     case Backend::hypre:
       return "hypre";
+    case Backend::fieldsplit:
+      return "fieldsplit";
   }
   return "?";
 }
@@ -65,7 +67,7 @@ E from_name(std::string_view name, std::string_view what, std::initializer_list<
 
 Backend backend_from_name(std::string_view name, std::string_view what) {
   using enum Backend;
-  return from_name(name, what, {automatic, cholmod, umfpack, klu, ldlt, lu, mumps, gamg, hypre});
+  return from_name(name, what, {automatic, cholmod, umfpack, klu, ldlt, lu, mumps, gamg, hypre, fieldsplit});
 }
 
 Ordering ordering_from_name(std::string_view name, std::string_view what) {
@@ -74,7 +76,8 @@ Ordering ordering_from_name(std::string_view name, std::string_view what) {
 }
 
 bool distributed(Backend backend) noexcept {
-  return backend == Backend::mumps || backend == Backend::gamg || backend == Backend::hypre;
+  return backend == Backend::mumps || backend == Backend::gamg || backend == Backend::hypre ||
+         backend == Backend::fieldsplit;
 }
 
 std::string_view to_string(Ordering ordering) noexcept {
@@ -136,6 +139,7 @@ bool available(Backend backend) noexcept {
     case Backend::mumps:
     case Backend::gamg:
     case Backend::hypre:
+    case Backend::fieldsplit:
       return false;
     default:
       return true;
@@ -558,6 +562,7 @@ std::unique_ptr<Factorization> make_factorization(Backend backend, const Options
     case Backend::mumps:
     case Backend::gamg:
     case Backend::hypre:
+    case Backend::fieldsplit:
       throw InvalidArgument(
           fmt::format("{} is a distributed solver of fem::dist (fem::dist::make_solver), not a "
                       "factorization of one process",

@@ -23,7 +23,7 @@ namespace fem::solve {
 /// The distributed methods (MPI + PETSc, fem::dist) are backends of a LinearSolver made by
 /// fem::dist::make_solver: MUMPS (LU, or Cholesky when Options::spd), and CG (spd) or GMRES
 /// preconditioned by GAMG or hypre's BoomerAMG.
-enum class Backend { automatic, cholmod, umfpack, klu, ldlt, lu, mumps, gamg, hypre };
+enum class Backend { automatic, cholmod, umfpack, klu, ldlt, lu, mumps, gamg, hypre, fieldsplit };
 /// Fill-reducing ordering. `automatic` picks by problem size (see docs/solve.md).
 enum class Ordering { automatic, amd, colamd, metis, natural };
 
@@ -33,7 +33,7 @@ std::string_view to_string(Ordering ordering) noexcept;
 /// an InvalidArgument naming `what` and listing the names.
 Backend backend_from_name(std::string_view name, std::string_view what = "backend");
 Ordering ordering_from_name(std::string_view name, std::string_view what = "ordering");
-/// Whether the backend runs on MPI + PETSc (fem::dist): mumps, gamg, hypre.
+/// Whether the backend runs on MPI + PETSc (fem::dist): mumps, gamg, hypre, fieldsplit.
 bool distributed(Backend backend) noexcept;
 /// Whether this library has the backend / the ordering (SuiteSparse, METIS are optional; the
 /// distributed backends are fem::dist's: fem::dist::available).
@@ -98,6 +98,11 @@ struct Options {
   double lag_growth = 1.5;
   /// PETSc options prefix: e.g. "fem_" lets -fem_ksp_monitor, -fem_pc_gamg_threshold apply.
   std::string prefix = {};
+  /// fieldsplit (two-field saddle points: a mixed space's velocity, then pressure): the key of a
+  /// matrix on A's layout whose second-field block preconditions the Schur complement (flow: the
+  /// pressure mass over the viscosity, flow::schur_preconditioner). Empty: PETSc's selfp
+  /// (A₁₁ − A₁₀ diag(A₀₀)⁻¹ A₀₁), which needs no key but grows in iterations with refinement.
+  std::string schur_preconditioner = {};
 
   friend bool operator==(const Options&, const Options&) = default;
 };

@@ -114,6 +114,8 @@ if has_petsc:
                              "gamg"], {0}))
     runs.append(("heat", ["heat", "gen:square-tri3:8", "--dt", "0.01", "--steps", "3", "--initial", "1",
                           "--dirichlet", "all=0", "--solver", "mumps"], {0}))
+    runs.append(("flow", ["stokes", "gen:cube-tet4:3", "--velocity", "all=0,0,0", "--velocity", "top=1,0,0",
+                          "--solver", "fieldsplit"], {0}))
 mpi = []
 if has_petsc and shutil.which("mpirun"):
     mpi = ["mpirun", "-n", "2"]

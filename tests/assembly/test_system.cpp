@@ -99,7 +99,9 @@ TEST(System, ErrorsOfASolutionNormalizedLikeTheExactOne) {
                  e1 = solution_errors(a, u, exact(1.0), ns.get());
     EXPECT_NEAR(e1.l2, e0.l2, 1e-3 * e0.l2);
     EXPECT_GT(errors(a, u, exact(1.0)).l2, 0.5);  // without the null space: off by the constant
-    if (previous > 0) EXPECT_NEAR(std::log2(previous / e0.l2), 2.0, 0.2);
+    if (previous > 0) {
+      EXPECT_NEAR(std::log2(previous / e0.l2), 2.0, 0.2);
+    }
     previous = e0.l2;
   }
 }
