@@ -150,26 +150,26 @@ void run_flow(const FlowOptions& o) {
         fmt::format("{}: --solver {}: the unsteady schemes factorize on one process (umfpack, klu, "
                     "cholmod, ldlt, lu); --solver {} is for steady flow",
                     name, o.common.solver, o.common.solver));
+  assembly::Flow flow = o.navier_stokes ? assembly::Flow::navier_stokes(o.viscosity, o.density)
+                                        : assembly::Flow::stokes(o.viscosity);
+  flow.density = o.density;
+  flow.symmetric_gradient = o.symmetric;
+  if (body_force) flow.body_force = *body_force;
+  // fieldsplit: the Schur complement's preconditioner is the library's (flow::solver_options).
+  linear = flow::solver_options(*W, flow, linear, name, run.store());
+  auto solver = std::shared_ptr<solve::LinearSolver>(dist::make_solver(*W, linear));
+  run.adopt_space(W->velocity(), solver);
   const auto pressure_layout = dist::layout(W->pressure());
   run.t.connectivity = w.seconds();
   w = Stopwatch();
   const auto bc = assembly::dirichlet_values(W->velocity(), conditions, run.layout());
   run.constrained_dofs = run.layout().count_owned(bc.dofs);
   const bool free_pressure = outflow_tags.empty() && tractions.empty();
-  assembly::Flow flow = o.navier_stokes ? assembly::Flow::navier_stokes(o.viscosity, o.density)
-                                        : assembly::Flow::stokes(o.viscosity);
-  flow.density = o.density;
-  flow.symmetric_gradient = o.symmetric;
-  if (body_force) flow.body_force = *body_force;
   if (!tractions.empty()) {  // ∫ g·v on the velocity: constant in time
     auto load = std::make_shared<std::vector<double>>(static_cast<std::size_t>(W->pressure_offset()), 0.0);
     assembly::assemble_neumann(W->velocity(), tractions, *load);
     flow.load = load;
   }
-  // fieldsplit: the Schur complement's preconditioner is the library's (flow::solver_options).
-  linear = flow::solver_options(*W, flow, linear, name, run.store());
-  auto solver = std::shared_ptr<solve::LinearSolver>(dist::make_solver(*W, linear));
-  run.adopt_space(W->velocity(), solver);
   std::vector<index_t> drag_nodes;
   if (!o.drag.empty()) {
     const int tag = run.local([&] { return facet_tag(mesh, "--drag", o.drag); });

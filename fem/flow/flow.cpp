@@ -21,6 +21,28 @@ SteadyResult solve_steady(std::shared_ptr<const MixedSpace> W, const Flow& flow,
               "solve_steady '{}': w has {} entries, the space {}", name, w.size(), W->num_dofs());
   assembly::set_dirichlet(bc, w);
   if (!solver) solver = solve::make_solver(options.newton.linear);
+  if (!pressure_null_space) {
+    // Velocity data on every boundary DOF leave the pressure's constant free: a singular matrix
+    // (an outflow tag that `all` covered too), refused here in words rather than by the solver.
+    // Each process looks at its part's boundary (a part's cut facets can only find it open).
+    const Processes& processes = solver->layout().processes();
+    bool open = false;
+    processes.collective([&] {
+      for (int k = 0; k < W->dim() && !open; ++k)
+        for (index_t d :
+             assembly::condition_values(W->velocity(), {assembly::FacetSet::all(), nullptr, k}).dofs)
+          if (!std::binary_search(bc.dofs.begin(), bc.dofs.end(), d)) {
+            open = true;
+            break;
+          }
+    });
+    FEM_EXPECTS(
+        processes.max(open ? 1.0 : 0.0) > 0,
+        "solve_steady '{}': the velocity is given on the whole boundary, every component, so the "
+        "pressure is determined up to a constant only and no outflow or traction fixes it: solve with "
+        "the pressure's null space (the drivers: no --outflow), or leave the velocity free on an outflow",
+        name);
+  }
   SteadyResult result;
   if (flow.convection && flow.density != 0 && options.picard_steps > 0) {
     Flow picard = flow;

@@ -333,6 +333,34 @@ TEST_F(TaylorHood, PicardThenNewtonShareOneSymbolicAnalysis) {
   EXPECT_LT(r1, 10 * r0 * r0 / h.front().residual_norm + 1e-11);
 }
 
+// Velocity data on the whole boundary without the pressure's null space (an outflow that `all`
+// covered too) is a singular matrix: refused before any solve, in words, the state untouched but
+// for its velocity data; the same data with the null space declared solve.
+TEST_F(TaylorHood, AWholeBoundaryOfVelocityDataWithoutTheNullSpaceIsRefused) {
+  auto& s = fem::store();
+  s.put("closed", fem::mesh::unit_square(fem::CellType::tri3, 4));
+  auto W = std::make_shared<const MixedSpace>("closed");
+  const VectorFunction lid = [](const double* x, double* u) {
+    u[0] = x[1] > 1 - 1e-12 ? 1.0 : 0.0;
+    u[1] = 0;
+  };
+  const auto bc = velocity_bc(*W, lid);
+  std::vector<double> w(static_cast<std::size_t>(W->num_dofs()), 0.0);
+  const auto factorizations = s.counter("solve.factorizations");
+  fem::flow::SteadyOptions o;
+  o.newton = options();
+  try {
+    fem::flow::solve_steady(W, fem::assembly::Flow::stokes(1.0), bc, false, w, o, "closed");
+    FAIL() << "a singular saddle point was solved";
+  } catch (const fem::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("whole boundary"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'closed'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(s.counter("solve.factorizations"), factorizations);
+  EXPECT_TRUE(
+      fem::flow::solve_steady(W, fem::assembly::Flow::stokes(1.0), bc, true, w, o, "closed").converged());
+}
+
 // Monolithic BDF2 + Newton (flow::monolithic through fem::time) on the Taylor–Green vortex with its
 // exact velocity on the boundary: order 2 in time against a run with a 16 times smaller step on
 // the same mesh, every Jacobian on one symbolic analysis, lagged across steps.
