@@ -69,7 +69,7 @@ void run_up(const ElasticityOptions& o, Run& run, const assembly::Elasticity& ma
   linear.symmetric = true;
   linear.rtol = o.common.ksp_rtol;
   linear.prefix = "fem_";
-  linear = flow::solver_options(*W, flow, linear, "elasticity", run.store());
+  linear = flow::solver_options(*W, flow, false, linear, "elasticity", run.store());
   auto solver = std::shared_ptr<solve::LinearSolver>(dist::make_solver(*W, linear));
   run.adopt_space(W->velocity(), solver);
   const auto n = static_cast<std::size_t>(W->num_dofs());

@@ -156,7 +156,8 @@ void run_flow(const FlowOptions& o) {
   flow.symmetric_gradient = o.symmetric;
   if (body_force) flow.body_force = *body_force;
   // fieldsplit: the Schur complement's preconditioner is the library's (flow::solver_options).
-  linear = flow::solver_options(*W, flow, linear, name, run.store());
+  linear =
+      flow::solver_options(*W, flow, outflow_tags.empty() && tractions.empty(), linear, name, run.store());
   auto solver = std::shared_ptr<solve::LinearSolver>(dist::make_solver(*W, linear));
   run.adopt_space(W->velocity(), solver);
   const auto pressure_layout = dist::layout(W->pressure());

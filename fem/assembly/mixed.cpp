@@ -5,9 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
+#include "fem/assembly/boundary.hpp"
 #include "fem/assembly/quadrature.hpp"
 #include "fem/error.hpp"
 #include "fem/lagrange.hpp"
@@ -67,11 +69,11 @@ double inverse(int dim, const double* J, double* K) {
 }
 
 // One cell's geometry and bases at a quadrature point: weight (w·|det J|), the point x, the
-// velocity basis's physical gradients g[a·dim + i].
+// velocity basis's physical gradients g[a·dim + i], the pressure basis's gp[m·dim + i].
 struct Point {
   double weight = 0;
   std::array<double, 3> x{};
-  std::vector<double> g;
+  std::vector<double> g, gp;
 };
 
 // Loops over W's cells colour by colour, giving each cell's quadrature points to `cell`.
@@ -86,7 +88,10 @@ void for_each_cell(const MixedSpace& W, int degree, Body&& body) {
   const bool affine = mesh.cell_type() != CellType::quad4;
   for_each_cell_block(W.plan(), [&](index_t first, index_t last) {
     std::vector<Point> points(static_cast<std::size_t>(rule.size()));
-    for (auto& p : points) p.g.resize(static_cast<std::size_t>(U.n * dim));
+    for (auto& p : points) {
+      p.g.resize(static_cast<std::size_t>(U.n * dim));
+      p.gp.resize(static_cast<std::size_t>(np * dim));
+    }
     double X[8][3];
     for (index_t c = first; c < last; ++c) {
       for (int k = 0; k < np; ++k) {
@@ -121,6 +126,12 @@ void for_each_cell(const MixedSpace& W, int degree, Body&& body) {
             double s = 0;
             for (int j = 0; j < dim; ++j) s += dphi[a * dim + j] * K[j * dim + i];
             p.g[static_cast<std::size_t>(a * dim + i)] = s;
+          }
+        for (int m = 0; m < np; ++m)
+          for (int i = 0; i < dim; ++i) {
+            double s = 0;
+            for (int j = 0; j < dim; ++j) s += dpsi[m * dim + j] * K[j * dim + i];
+            p.gp[static_cast<std::size_t>(m * dim + i)] = s;
           }
       }
       body(c, points, U, P);
@@ -430,6 +441,83 @@ void schur_mass_into(const MixedSpace& W, const Flow& flow, std::span<double> va
               wq * psi[a] * psi[b];
     }
   });
+}
+
+void pcd_into(const MixedSpace& W, const Flow& flow, std::span<const double> w,
+              const DirichletValues& velocity, bool open, std::span<double> laplacian,
+              std::span<double> convection) {
+  const auto n = static_cast<std::size_t>(W.dofs_per_cell());
+  const auto nnz = static_cast<std::size_t>(W.pattern()->nnz());
+  FEM_EXPECTS(laplacian.size() == nnz && convection.size() == nnz,
+              "pcd_into: {} and {} matrix values for a pattern of {}", laplacian.size(), convection.size(),
+              nnz);
+  FEM_EXPECTS(w.size() == static_cast<std::size_t>(W.num_dofs()), "pcd_into: w has {} entries, the space {}",
+              w.size(), W.num_dofs());
+  std::fill(laplacian.begin(), laplacian.end(), 0.0);
+  std::fill(convection.begin(), convection.end(), 0.0);
+  const int dim = W.dim();
+  const bool convective = flow.convection && flow.density != 0;
+  const auto& slots = W.plan().connectivity.element_slots;
+  const auto dofs = W.cell_dofs();
+  const auto tags = W.mesh().cell_tags();
+  for_each_cell(
+      W, flow_degree(W), [&](index_t c, const std::vector<Point>& points, const Table& U, const Table& P) {
+        const std::size_t pofs = n - static_cast<std::size_t>(P.n);
+        const index_t* s = &slots[static_cast<std::size_t>(c) * n * n];
+        const index_t* cd = &dofs[static_cast<std::size_t>(c) * n];
+        for (int q = 0; q < U.nq; ++q) {
+          const Point& pt = points[static_cast<std::size_t>(q)];
+          double mu = flow.viscosity, kappa_inv = 0;
+          if (flow.material)
+            flow.material(c, tags.empty() ? 0 : tags[static_cast<std::size_t>(c)], pt.x.data(), &mu,
+                          &kappa_inv);
+          const double nu = flow.symmetric_gradient ? 2 * mu : mu;
+          double u[3] = {};
+          if (convective)
+            for (int a = 0; a < U.n; ++a)
+              for (int k = 0; k < dim; ++k)
+                u[k] += w[static_cast<std::size_t>(cd[a * dim + k])] *
+                        U.phi[static_cast<std::size_t>(q * U.n + a)];
+          const double* psi = &P.phi[static_cast<std::size_t>(q * P.n)];
+          for (int a = 0; a < P.n; ++a)
+            for (int b = 0; b < P.n; ++b) {
+              double grad = 0, adv = 0;
+              for (int i = 0; i < dim; ++i) {
+                grad += pt.gp[static_cast<std::size_t>(a * dim + i)] *
+                        pt.gp[static_cast<std::size_t>(b * dim + i)];
+                adv += u[i] * pt.gp[static_cast<std::size_t>(b * dim + i)];
+              }
+              const auto e = static_cast<std::size_t>(
+                  s[(pofs + static_cast<std::size_t>(a)) * n + pofs + static_cast<std::size_t>(b)]);
+              laplacian[e] += pt.weight * grad;
+              convection[e] += pt.weight * (nu * grad + (convective ? flow.density * adv * psi[a] : 0.0));
+            }
+        }
+      });
+  // With an outflow, Dirichlet rows at the inflow (Elman and Tuminaro 2009; FENaPack's BRM1):
+  // the boundary vertices whose velocity is given and not zero. Row and column zeroed, the
+  // Laplacian's diagonal kept, the convection's μ' times it. Enclosed flows keep Neumann rows.
+  std::vector<char> inflow(static_cast<std::size_t>(W.num_pressure_dofs()), 0);
+  if (open)
+    for (std::size_t i = 0; i < velocity.dofs.size(); ++i)
+      if (const index_t node = velocity.dofs[i] / dim;
+          node < W.num_pressure_dofs() && velocity.values[i] != 0)
+        inflow[static_cast<std::size_t>(node)] = 1;
+  const CsrPattern& pattern = *W.pattern();
+  const auto off = pattern.row_offsets();
+  const auto col = pattern.col_indices();
+  const index_t first = W.pressure_offset();
+  const auto is_inflow = [&](index_t dof) {
+    return dof >= first && inflow[static_cast<std::size_t>(dof - first)] != 0;
+  };
+  const double nu = flow.symmetric_gradient ? 2 * flow.viscosity : flow.viscosity;
+  for (index_t r = first; r < pattern.rows(); ++r)
+    for (index_t e = off[r]; e < off[r + 1]; ++e)
+      if (is_inflow(r) || is_inflow(col[e])) {
+        const auto k = static_cast<std::size_t>(e);
+        if (col[e] != r) laplacian[k] = 0;
+        convection[k] = col[e] == r ? nu * laplacian[k] : 0.0;
+      }
 }
 
 }  // namespace fem::assembly

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "fem/assembly/boundary.hpp"
 #include "fem/assembly/forms.hpp"
 #include "fem/assembly/plan.hpp"
 #include "fem/assembly/space.hpp"
@@ -163,5 +164,17 @@ void velocity_mass_into(const MixedSpace& W, double density, std::span<double> v
 /// takes them, on W.pattern()'s pressure block (the rest zero), into values (zeroed first). The
 /// sign is the Schur complement's: flow_into's continuity row is −(q, div u).
 void schur_mass_into(const MixedSpace& W, const Flow& flow, std::span<double> values);
+
+/// The pressure convection–diffusion (PCD) preconditioner's operators (Kay, Loghin, Wathen;
+/// Elman, Silvester, Wathen §9.2) on W.pattern()'s pressure block (the rest zero), into values
+/// zeroed first: `laplacian` A_p = ∫∇p·∇q and `convection` F_p = ∫ μ'∇p·∇q + ρ(u·∇p) q, u the
+/// velocity of w (μ' as schur_mass_into; no convection: F_p = μ'A_p). `open`: the flow has an
+/// outflow (the pressure has no free constant); then both get Dirichlet rows at the inflow, the
+/// boundary vertices where `velocity` (the Dirichlet data) is not zero (Elman and Tuminaro 2009):
+/// row and column zeroed, A_p's diagonal kept, F_p's μ' times it. With the mass M_p,
+/// S⁻¹ ≈ −M_p⁻¹ F_p A_p⁻¹ approximates the inverse Schur complement of flow_into's Oseen matrix.
+void pcd_into(const MixedSpace& W, const Flow& flow, std::span<const double> w,
+              const DirichletValues& velocity, bool open, std::span<double> laplacian,
+              std::span<double> convection);
 
 }  // namespace fem::assembly

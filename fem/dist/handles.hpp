@@ -8,3 +8,4 @@ typedef struct _p_Vec* Vec;
 typedef struct _p_KSP* KSP;
 typedef struct _p_PC* PC;
 typedef struct _p_IS* IS;
+typedef int PetscErrorCode;

@@ -50,8 +50,8 @@ class DistributedSolver final : public solve::LinearSolver {
       pinned_ = pin_null_space(store, key, *map_);
       // The Schur complement of the pinned operator has 1 at the pinned pressure: so has its
       // preconditioner's (a mass matrix's diagonal there would be an eigenvalue of the wrong sign).
-      if (!o.schur_preconditioner.empty())
-        o.schur_preconditioner = pin(store, o.schur_preconditioner, *map_, pinned_);
+      for (std::string* k : {&o.schur_preconditioner, &o.schur_laplacian, &o.schur_convection})
+        if (!k->empty()) *k = pin(store, *k, *map_, pinned_);
     }
     solver_ = solver(store, null_space_ ? pinned_.key : key, map_, o, std::move(solver_), &computed);
     return computed;  // the same on every process

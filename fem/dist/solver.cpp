@@ -61,7 +61,7 @@ PetscReal scaled_norm2(Vec v) {
 }  // namespace
 
 Solver::Solver(std::shared_ptr<const PetscMatrix> A, const solve::Options& options, std::string key,
-               std::shared_ptr<const PetscMatrix> schur)
+               SchurMatrices schur)
     : A_(std::move(A)), schur_(std::move(schur)), options_(options), key_(std::move(key)) {
   FEM_EXPECTS(solve::distributed(options_.backend),
               "'{}': {} is no distributed backend (mumps, gamg, hypre, fieldsplit)", key_,
@@ -113,13 +113,18 @@ Solver::Solver(std::shared_ptr<const PetscMatrix> A, const solve::Options& optio
   }
   FEM_PETSC(KSPSetFromOptions(ksp_));
   FEM_PETSC(KSPSetUp(ksp_));  // symbolic + numeric factorization, or the AMG hierarchy, now
+  if (split && schur_.laplacian) set_pcd();
 }
 
 Solver::~Solver() {
   for (Vec* v : {&b_, &x_, &r_}) detail::delayed_destroy(reinterpret_cast<PetscObject*>(v));
   detail::delayed_destroy(reinterpret_cast<PetscObject*>(&ksp_));
   for (IS& is : fields_) detail::delayed_destroy(reinterpret_cast<PetscObject*>(&is));
-  detail::delayed_destroy(reinterpret_cast<PetscObject*>(&schur_block_));
+  for (Mat* m : {&schur_block_, &pcd_laplacian_, &pcd_convection_})
+    detail::delayed_destroy(reinterpret_cast<PetscObject*>(m));
+  detail::delayed_destroy(reinterpret_cast<PetscObject*>(&pcd_ksp_));
+  for (Vec* v : {&pcd_x_, &pcd_y_, &pcd_diagonal_})
+    detail::delayed_destroy(reinterpret_cast<PetscObject*>(v));
 }
 
 // A stacked map's two fields (velocity, then pressure: each owned contiguously here) as PETSc's
@@ -149,8 +154,9 @@ void Solver::set_field_split(PC pc) {
   FEM_PETSC(PCFieldSplitSetIS(pc, "p", fields_[1]));
   FEM_PETSC(PCFieldSplitSetType(pc, PC_COMPOSITE_SCHUR));
   FEM_PETSC(PCFieldSplitSetSchurFactType(pc, PC_FIELDSPLIT_SCHUR_FACT_UPPER));
-  if (schur_) {
-    FEM_PETSC(MatCreateSubMatrix(schur_->mat(), fields_[1], fields_[1], MAT_INITIAL_MATRIX, &schur_block_));
+  if (schur_.mass) {
+    FEM_PETSC(
+        MatCreateSubMatrix(schur_.mass->mat(), fields_[1], fields_[1], MAT_INITIAL_MATRIX, &schur_block_));
     FEM_PETSC(PCFieldSplitSetSchurPre(pc, PC_FIELDSPLIT_SCHUR_PRE_USER, schur_block_));
   } else {
     FEM_PETSC(PCFieldSplitSetSchurPre(pc, PC_FIELDSPLIT_SCHUR_PRE_SELFP, nullptr));
@@ -166,6 +172,59 @@ void Solver::set_field_split(PC pc) {
   fallback("u_pc_type", "gamg");
   fallback("p_ksp_type", "preonly");
   fallback("p_pc_type", "jacobi");
+}
+
+// The pressure convection–diffusion preconditioner as the Schur complement's PC (a shell, set
+// once the field split is set up): y = M⁻¹ F_p A_p⁻¹ x, M⁻¹ by M's diagonal (a mass matrix is
+// spectrally equivalent to it), A_p⁻¹ by one GAMG V-cycle (prefix <prefix>fieldsplit_p_pcd_).
+void Solver::set_pcd() {
+  const MPI_Comm comm = A_->map().comm();
+  collective(comm, [&] {
+    FEM_EXPECTS(schur_.mass && schur_.convection,
+                "'{}': the pressure convection–diffusion preconditioner needs the mass and the convection "
+                "matrices with its Laplacian (Options::schur_preconditioner, schur_convection)",
+                key_);
+  });
+  FEM_PETSC(MatCreateSubMatrix(schur_.laplacian->mat(), fields_[1], fields_[1], MAT_INITIAL_MATRIX,
+                               &pcd_laplacian_));
+  FEM_PETSC(MatCreateSubMatrix(schur_.convection->mat(), fields_[1], fields_[1], MAT_INITIAL_MATRIX,
+                               &pcd_convection_));
+  FEM_PETSC(KSPCreate(comm, &pcd_ksp_));
+  FEM_PETSC(KSPSetOptionsPrefix(pcd_ksp_, (options_.prefix + "fieldsplit_p_pcd_").c_str()));
+  FEM_PETSC(KSPSetOperators(pcd_ksp_, pcd_laplacian_, pcd_laplacian_));
+  FEM_PETSC(KSPSetType(pcd_ksp_, KSPPREONLY));
+  PC laplacian;
+  FEM_PETSC(KSPGetPC(pcd_ksp_, &laplacian));
+  FEM_PETSC(PCSetType(laplacian, PCGAMG));
+  FEM_PETSC(KSPSetFromOptions(pcd_ksp_));
+  FEM_PETSC(KSPSetUp(pcd_ksp_));
+  FEM_PETSC(MatCreateVecs(schur_block_, &pcd_x_, &pcd_y_));
+  FEM_PETSC(VecDuplicate(pcd_x_, &pcd_diagonal_));
+  FEM_PETSC(MatGetDiagonal(schur_block_, pcd_diagonal_));
+  PC pc;
+  FEM_PETSC(KSPGetPC(ksp_, &pc));
+  PetscInt n = 0;
+  KSP* sub = nullptr;
+  FEM_PETSC(PCFieldSplitGetSubKSP(pc, &n, &sub));
+  KSP schur = sub[n - 1];
+  FEM_PETSC(PetscFree(sub));
+  PC shell;
+  FEM_PETSC(KSPGetPC(schur, &shell));
+  FEM_PETSC(PCSetType(shell, PCSHELL));
+  FEM_PETSC(PCShellSetContext(shell, this));
+  FEM_PETSC(PCShellSetApply(shell, &Solver::apply_pcd));
+  FEM_PETSC(PCShellSetName(shell, "pressure convection-diffusion (PCD)"));
+}
+
+PetscErrorCode Solver::apply_pcd(PC pc, Vec x, Vec y) {
+  PetscFunctionBeginUser;
+  void* context = nullptr;
+  PetscCall(PCShellGetContext(pc, &context));
+  const auto* s = static_cast<const Solver*>(context);
+  PetscCall(KSPSolve(s->pcd_ksp_, x, s->pcd_x_));
+  PetscCall(MatMult(s->pcd_convection_, s->pcd_x_, s->pcd_y_));
+  PetscCall(VecPointwiseDivide(y, s->pcd_y_, s->pcd_diagonal_));
+  PetscFunctionReturn(0);
 }
 
 std::size_t Solver::bytes() const noexcept {
@@ -408,14 +467,16 @@ std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
   if (computed) *computed = false;
   const auto A = collective_input(comm, store, key, *map);
   std::vector<Input> inputs{{key, A.version}};
-  const std::string& schur_key = options.schur_preconditioner;
-  collective(comm, [&] {
-    FEM_EXPECTS(schur_key.empty() || options.backend == solve::Backend::fieldsplit,
-                "'{}': a Schur complement preconditioner ('{}') is for the fieldsplit backend, not {}", key,
-                schur_key, solve::to_string(options.backend));
-  });
-  if (!schur_key.empty())
-    inputs.push_back({schur_key, collective_input(comm, store, schur_key, *map).version});
+  const std::string* schur_keys[] = {&options.schur_preconditioner, &options.schur_laplacian,
+                                     &options.schur_convection};
+  for (const std::string* k : schur_keys) {
+    collective(comm, [&] {
+      FEM_EXPECTS(k->empty() || options.backend == solve::Backend::fieldsplit,
+                  "'{}': a Schur complement preconditioner ('{}') is for the fieldsplit backend, not {}", key,
+                  *k, solve::to_string(options.backend));
+    });
+    if (!k->empty()) inputs.push_back({*k, collective_input(comm, store, *k, *map).version});
+  }
   const std::string entry = solver_key(key, options);
   // A solver cached with other options (tolerances, prefix) is no hit: SPMD, so every rank
   // decides alike.
@@ -426,7 +487,12 @@ std::shared_ptr<const Solver> solver(Store& store, const std::string& key,
     register_collective(store, entry);
     detail::collect_garbage(comm);
     auto reclaimed = Store::reclaim(std::move(retired));
-    auto schur = schur_key.empty() ? nullptr : petsc_matrix(store, schur_key, map);
+    const auto schur_matrix = [&](const std::string& k) {
+      return k.empty() ? nullptr : petsc_matrix(store, k, map);
+    };
+    Solver::SchurMatrices schur{schur_matrix(options.schur_preconditioner),
+                                schur_matrix(options.schur_laplacian),
+                                schur_matrix(options.schur_convection)};
     // A field split is set up anew for each version: refilled in place, PETSc 3.18's fieldsplit
     // kept solving with the previous version's blocks (a second Newton step diverged even with
     // exact inner solves; a new one converged in 3 iterations).

@@ -44,10 +44,15 @@ std::string_view method(const solve::Options& options) noexcept;
 
 class Solver {
  public:
-  /// `schur`: for backend fieldsplit, the matrix of Options::schur_preconditioner (its pressure
-  /// block preconditions the Schur complement); null otherwise, or for PETSc's selfp.
+  /// For backend fieldsplit, the matrices of Options::schur_preconditioner, schur_laplacian and
+  /// schur_convection (their pressure blocks precondition the Schur complement); null where not
+  /// given (no Schur matrix: PETSc's selfp; no Laplacian and convection: the mass alone).
+  struct SchurMatrices {
+    std::shared_ptr<const PetscMatrix> mass, laplacian, convection;
+    friend bool operator==(const SchurMatrices&, const SchurMatrices&) = default;
+  };
   Solver(std::shared_ptr<const PetscMatrix> A, const solve::Options& options, std::string key,
-         std::shared_ptr<const PetscMatrix> schur = nullptr);
+         SchurMatrices schur = {});
   ~Solver();
   Solver(const Solver&) = delete;
   Solver& operator=(const Solver&) = delete;
@@ -85,11 +90,17 @@ class Solver {
                          bool check) const;
   // A Krylov method around the preconditioner (AMG, or a lagged factor); else MUMPS alone.
   bool krylov() const noexcept { return options_.backend != solve::Backend::mumps || options_.lag; }
-  // fieldsplit: the velocity and pressure index sets, the Schur complement's preconditioner.
+  // fieldsplit: the velocity and pressure index sets, the Schur complement's preconditioner;
+  // with PCD, its shell (after the set-up) and the shell's application.
   void set_field_split(PC pc);
-  std::shared_ptr<const PetscMatrix> A_, schur_;
+  void set_pcd();
+  static PetscErrorCode apply_pcd(PC pc, Vec x, Vec y);
+  std::shared_ptr<const PetscMatrix> A_;
+  SchurMatrices schur_;
   IS fields_[2] = {nullptr, nullptr};
-  Mat schur_block_ = nullptr;
+  Mat schur_block_ = nullptr, pcd_laplacian_ = nullptr, pcd_convection_ = nullptr;
+  KSP pcd_ksp_ = nullptr;  // A_p⁻¹: one GAMG V-cycle
+  Vec pcd_x_ = nullptr, pcd_y_ = nullptr, pcd_diagonal_ = nullptr;
   solve::Options options_;
   std::string key_;
   Store* store_ = nullptr;  // where its setups are counted (a rebuild inside a lagged solve too)

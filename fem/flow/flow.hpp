@@ -54,11 +54,15 @@ SteadyResult solve_steady(std::shared_ptr<const MixedSpace> W, const Flow& flow,
 
 /// The linear-solver options for flow's saddle-point matrices on W: `options` as given, and for
 /// the fieldsplit backend (FGMRES with a Schur-complement field split, fem::dist) the Schur
-/// complement's preconditioner, assembly::schur_mass_into(W, flow) published under
-/// `<name>/schur` (a new version only when its values change, so the solver's setup is kept) and
-/// named in Options::schur_preconditioner. On a distributed mesh each process publishes its part.
-solve::Options solver_options(const MixedSpace& W, const Flow& flow, solve::Options options,
-                              const std::string& name = "flow", Store& store = fem::store());
+/// complement's preconditioner: for Stokes, u–p elasticity and enclosed flows
+/// (`pressure_null_space`) assembly::schur_mass_into(W, flow) under `<name>/schur`; with
+/// convection and an outflow the pressure convection–diffusion preconditioner, minus
+/// the pressure mass under `<name>/schur` and the keys `<name>/schur/laplacian`, `.../convection`
+/// that newton::flow_problem fills at each Jacobian (assembly::pcd_into). A key is republished
+/// only when its values change. On a distributed mesh each process publishes its part.
+solve::Options solver_options(const MixedSpace& W, const Flow& flow, bool pressure_null_space,
+                              solve::Options options, const std::string& name = "flow",
+                              Store& store = fem::store());
 
 /// The nodes of V on the facets of `where` (tags, or FacetSet::all(); sorted): where a force is summed. On a
 /// distributed mesh (`layout`: V's, fem::dist::layout(V)) a process also has the nodes it shares with a

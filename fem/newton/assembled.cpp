@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "fem/assembly/system.hpp"
@@ -116,17 +117,35 @@ Problem flow_problem(std::shared_ptr<const assembly::MixedSpace> W, assembly::Fl
     assembly::apply_dirichlet(*homogeneous, *W->pattern(), values, scratch);
     return CsrMatrix(W->pattern(), std::move(values), ns);
   };
-  p.jacobian = [W, shared_flow, matrix, layout, keep = p.solver](std::span<const double> u) {
+  // A field split with the pressure convection–diffusion preconditioner (flow::solver_options)
+  // asks for A_p and F_p at each Jacobian's state: published under the keys its options name.
+  std::function<void(std::span<const double>)> pcd = [](std::span<const double>) {};
+  if (p.solver && !p.solver->options().schur_convection.empty()) {
+    const solve::Options& o = p.solver->options();
+    pcd = [W, shared_flow, &store, laplacian = o.schur_laplacian, convection = o.schur_convection, bc,
+           open = !pressure_null_space](std::span<const double> u) {
+      const auto nnz = static_cast<std::size_t>(W->pattern()->nnz());
+      std::vector<double> A(nnz), F(nnz);
+      assembly::pcd_into(*W, *shared_flow, u, bc, open, A, F);
+      store.put(laplacian, CsrMatrix(W->pattern(), std::move(A)));
+      store.put(convection, CsrMatrix(W->pattern(), std::move(F)));
+    };
+  }
+  p.jacobian = [W, shared_flow, matrix, layout, pcd, keep = p.solver](std::span<const double> u) {
     std::vector<double> values = prefaulted_vector<double>(W->pattern()->nnz());
-    layout->processes().collective([&] { assembly::flow_into(*W, *shared_flow, u, values, {}); });
+    layout->processes().collective([&] {
+      assembly::flow_into(*W, *shared_flow, u, values, {});
+      pcd(u);
+    });
     return matrix(std::move(values));
   };
-  p.residual_and_jacobian = [W, shared_flow, finish, matrix, layout, keep = p.solver](
+  p.residual_and_jacobian = [W, shared_flow, finish, matrix, layout, pcd, keep = p.solver](
                                 std::span<const double> u, std::span<double> F) {
     std::vector<double> values = prefaulted_vector<double>(W->pattern()->nnz());
     layout->processes().collective([&] {
       std::fill(F.begin(), F.end(), 0.0);
       assembly::flow_into(*W, *shared_flow, u, values, F);
+      pcd(u);
     });
     finish(F);
     return matrix(std::move(values));

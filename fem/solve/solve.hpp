@@ -103,6 +103,12 @@ struct Options {
   /// pressure mass over the viscosity, flow::schur_preconditioner). Empty: PETSc's selfp
   /// (A₁₁ − A₁₀ diag(A₀₀)⁻¹ A₀₁), which needs no key but grows in iterations with refinement.
   std::string schur_preconditioner = {};
+  /// fieldsplit with both keys (matrices on A's layout, used by their second-field blocks): the
+  /// pressure convection–diffusion preconditioner S⁻¹ ≈ M⁻¹ F_p A_p⁻¹, M the schur_preconditioner
+  /// (flow: minus the pressure mass), F_p schur_convection, A_p schur_laplacian
+  /// (assembly::pcd_into; newton::flow_problem publishes them at each Jacobian's state).
+  std::string schur_laplacian = {};
+  std::string schur_convection = {};
 
   friend bool operator==(const Options&, const Options&) = default;
 };
