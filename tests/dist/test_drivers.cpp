@@ -490,7 +490,7 @@ TEST(Drivers, AnErrorOnAnyRankIsOneLineAndEveryRankFails) {
 // and on two; its iterations barely grow with the mesh (a 3D channel at 4³ and 8³ cells: 74 and
 // 96); a free pressure (pinned, its preconditioner pinned alike), u–p elasticity, and DFG's
 // channel at ν = 3e-3 on two processes with the pressure convection–diffusion preconditioner
-// (about 370 iterations a solve, where the mass alone stalled past 600).
+// (about 370 iterations a solve, where the mass alone took 1000 to 1800).
 TEST(Drivers, FieldSplitGivesTheDirectSolution) {
   struct Case {
     std::string name, args;
