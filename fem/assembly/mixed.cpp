@@ -415,6 +415,43 @@ void velocity_mass_into(const MixedSpace& W, double density, std::span<double> v
   });
 }
 
+void convection_into(const MixedSpace& W, double density, std::span<const double> u, std::span<double> F) {
+  const int dim = W.dim();
+  const auto nv = static_cast<std::size_t>(W.pressure_offset());
+  FEM_EXPECTS(u.size() >= nv && F.size() >= nv && F.size() <= static_cast<std::size_t>(W.num_dofs()),
+              "convection_into: u has {} and F {} entries, the velocity {}", u.size(), F.size(), nv);
+  const auto n = static_cast<std::size_t>(W.dofs_per_cell());
+  const auto dofs = W.cell_dofs();
+  for_each_cell(W, flow_degree(W),
+                [&](index_t c, const std::vector<Point>& points, const Table& U, const Table&) {
+                  const index_t* cd = &dofs[static_cast<std::size_t>(c) * n];
+                  const int nu = U.n;
+                  double x[27 * 3], R[27 * 3] = {};
+                  for (int i = 0; i < nu * dim; ++i) x[i] = u[static_cast<std::size_t>(cd[i])];
+                  for (int q = 0; q < U.nq; ++q) {
+                    const Point& pt = points[static_cast<std::size_t>(q)];
+                    const double* phi = &U.phi[static_cast<std::size_t>(q * nu)];
+                    const double* g = pt.g.data();
+                    double v[3] = {}, G[3][3] = {};
+                    for (int a = 0; a < nu; ++a)
+                      for (int k = 0; k < dim; ++k) {
+                        const double xa = x[a * dim + k];
+                        v[k] += xa * phi[a];
+                        for (int j = 0; j < dim; ++j) G[k][j] += xa * g[a * dim + j];
+                      }
+                    double adv[3];
+                    for (int k = 0; k < dim; ++k) {
+                      adv[k] = 0;
+                      for (int j = 0; j < dim; ++j) adv[k] += v[j] * G[k][j];
+                      adv[k] *= density * pt.weight;
+                    }
+                    for (int a = 0; a < nu; ++a)
+                      for (int k = 0; k < dim; ++k) R[a * dim + k] += adv[k] * phi[a];
+                  }
+                  for (int i = 0; i < nu * dim; ++i) F[static_cast<std::size_t>(cd[i])] += R[i];
+                });
+}
+
 void schur_mass_into(const MixedSpace& W, const Flow& flow, std::span<double> values) {
   const auto n = static_cast<std::size_t>(W.dofs_per_cell());
   FEM_EXPECTS(values.size() == static_cast<std::size_t>(W.pattern()->nnz()),

@@ -156,6 +156,11 @@ using MixedKernel = std::function<void(const MixedCell& cell, double* A, double*
 void mixed_into(const MixedSpace& W, const MixedKernel& kernel, int quadrature_degree,
                 std::span<const double> w, std::span<double> values, std::span<double> F);
 
+/// F += ∫ρ (u·∇)u·v on the velocity rows (u: the velocity part of a mixed vector, or the mixed
+/// vector; F the same): the explicit convection of a projection step, without flow_into's other
+/// terms (the same values as its convection, at less than half its cost).
+void convection_into(const MixedSpace& W, double density, std::span<const double> u, std::span<double> F);
+
 /// The velocity mass matrix ∫ρ u·v (zero pressure block), on W.pattern(), into values (zeroed first).
 void velocity_mass_into(const MixedSpace& W, double density, std::span<double> values);
 

@@ -194,6 +194,7 @@ struct ProjectionStepper::Impl {
   Gradient G;
   std::unique_ptr<assembly::FunctionSpace> scalar;  // P2, the velocity's nodes
   std::shared_ptr<const CsrMatrix> M, K, A;         // ρ-mass, μ-Laplacian, M/dt + ½K (unconstrained)
+  std::shared_ptr<const CsrMatrix> B;               // M/dt − ½K: the tentative step's explicit part
   std::shared_ptr<solve::LinearSolver> pressure;
   std::string pressure_key;
   // The velocity's components grouped by their constrained nodes.
@@ -247,6 +248,9 @@ ProjectionStepper::ProjectionStepper(Store& store, Projection problem, double dt
   std::vector<double> a(s.M->nnz());
   for (std::size_t e = 0; e < a.size(); ++e) a[e] = s.M->values()[e] / dt + 0.5 * s.K->values()[e];
   s.A = std::make_shared<const CsrMatrix>(s.M->pattern_ptr(), std::move(a));
+  std::vector<double> b(s.M->nnz());
+  for (std::size_t e = 0; e < b.size(); ++e) b[e] = s.M->values()[e] / dt - 0.5 * s.K->values()[e];
+  s.B = std::make_shared<const CsrMatrix>(s.M->pattern_ptr(), std::move(b));
   const auto make_solver = [&](const std::string& key, CsrMatrix matrix) {
     store_.put(key, std::move(matrix));
     auto solver = std::shared_ptr<solve::LinearSolver>(solve::make_solver(p_.linear));
@@ -341,11 +345,8 @@ void ProjectionStepper::step() {
   const std::size_t np = nw - nv;
   const auto pn = std::span<const double>(w_).subspan(nv);
   // The explicit terms: Cⁿ (a cell loop), ∫pⁿ div v = −G pⁿ, and ∫f v at t_{n+½}.
-  std::vector<double> tmp(nw, 0.0), conv(nw, 0.0), rhs(nv);
-  if (p_.convection) {
-    std::copy_n(w_.begin(), nv, tmp.begin());
-    assembly::flow_into(W, Flow::navier_stokes(0, rho), tmp, {}, conv);
-  }
+  std::vector<double> tmp(nw, 0.0), conv(nv, 0.0), rhs(nv);
+  if (p_.convection) assembly::convection_into(W, rho, std::span<const double>(w_).first(nv), conv);
   s.G.multiply(pn, rhs);
   for (double& v : rhs) v = -v;
   if (p_.body_force) {
@@ -370,36 +371,35 @@ void ProjectionStepper::step() {
   // lift of g(t1) with the unconstrained `A`, then X into `out` (interleaved).
   const auto solve_velocity = [&](const CsrMatrix& A, bool tentative, const std::vector<double>& from,
                                   const std::vector<double>& right, std::vector<double>& out) {
-    std::vector<double> uk(n), Mu(n), Ku(n);
+    std::vector<double> uk(n);
+    const auto off = A.pattern().row_offsets();
+    const auto col = A.pattern().col_indices();
+    const auto val = A.values();
     for (auto& g : s.groups) {
       const std::size_t nk = g.components.size();
-      std::vector<double> B(n * nk), X(n * nk), x0(n);
+      std::vector<double> B(n * nk), X(n * nk);
       for (std::size_t c = 0; c < nk; ++c) {
         const int k = g.components[c];
         double* b = &B[c * n];
         for (std::size_t i = 0; i < n; ++i)
           uk[i] = from[i * static_cast<std::size_t>(dim) + static_cast<std::size_t>(k)];
-        if (tentative) {  // (M/dt − ½K) uⁿ
-          s.M->multiply(uk, Mu);
-          s.K->multiply(uk, Ku);
-          for (std::size_t i = 0; i < n; ++i) b[i] = Mu[i] / dt_ - 0.5 * Ku[i];
-        } else {  // M u*
-          s.M->multiply(uk, Mu);
-          for (std::size_t i = 0; i < n; ++i) b[i] = Mu[i];
-        }
+        (tentative ? *s.B : *s.M).multiply(uk, std::span<double>(b, n));  // (M/dt − ½K) uⁿ, or M u*
         for (std::size_t i = 0; i < n; ++i)
           b[i] += right[i * static_cast<std::size_t>(dim) + static_cast<std::size_t>(k)];
-        // The lift: b −= A x0 with x0 = g on the constrained nodes, then b = A_ii g_i there.
-        std::fill(x0.begin(), x0.end(), 0.0);
+        // The lift b −= A x0, x0 = g on the constrained nodes: A is symmetric (M/dt + ½K, M), so
+        // its columns are the constrained rows, and only they are read. Then b = A_ii g_i there.
         const std::size_t first = c * g.nodes.size();
-        for (std::size_t j = 0; j < g.nodes.size(); ++j)
-          x0[static_cast<std::size_t>(g.nodes[j])] = s.g[g.values[first + j]];
-        A.multiply(x0, Mu);
-        for (std::size_t i = 0; i < n; ++i) b[i] -= Mu[i];
-        for (index_t node : g.nodes) {
+        for (std::size_t j = 0; j < g.nodes.size(); ++j) {
+          const index_t node = g.nodes[j];
+          const double gj = s.g[g.values[first + j]];
+          if (gj != 0)
+            for (index_t e = off[node]; e < off[node + 1]; ++e)
+              b[static_cast<std::size_t>(col[e])] -= val[static_cast<std::size_t>(e)] * gj;
+        }
+        for (std::size_t j = 0; j < g.nodes.size(); ++j) {
+          const index_t node = g.nodes[j];
           const auto e = A.pattern().find(node, node);
-          b[static_cast<std::size_t>(node)] =
-              A.values()[static_cast<std::size_t>(e)] * x0[static_cast<std::size_t>(node)];
+          b[static_cast<std::size_t>(node)] = val[static_cast<std::size_t>(e)] * s.g[g.values[first + j]];
         }
       }
       auto& system = tentative ? g.tentative : g.correction;

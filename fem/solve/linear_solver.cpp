@@ -11,12 +11,16 @@ namespace fem::solve {
 LinearSolver::~LinearSolver() = default;
 
 void LinearSolver::factorize(Store& store, const std::string& key) {
+  // The operator it had: the same store, key and version (a lookup, as a time stepper's every
+  // step makes) keeps its residual check done; anything else is checked again.
+  const bool same = store_ == &store && key_ == key && store.contains(key) && store.version(key) == version_;
   store_ = nullptr;  // until it succeeds: a solve after a failed factorization is refused
   const bool computed = do_factorize(store, key);
   store_ = &store;
   key_ = key;
+  version_ = store.version(key);
   fresh_ = computed;
-  checked_ = false;
+  if (computed || !same) checked_ = false;
   if (computed) {
     ++report_.factorizations;
     store.count("solve.cache_misses");

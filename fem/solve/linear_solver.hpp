@@ -60,7 +60,8 @@ class LinearSolver {
 
   /// Collective. x = A⁻¹b (B, X: column-major, local size × nrhs) with the operator of the last
   /// factorize(), into the caller's buffers. `sums` says what b holds at the entries processes
-  /// share (layout()). The first solve after each factorize(), or every solve with
+  /// share (layout()). The first solve after each factorize() that changed the operator (not a
+  /// factorize() of the same key at the same version), or every solve with
   /// ResidualCheck::every_solve, checks ‖b − Ax‖/‖b‖ against Options::max_relative_residual.
   /// Numerical trouble (singular, inaccurate, incompatible data) is a report that is not ok
   /// whose reason names the key and the backend (require() throws it); sizes that do not fit
@@ -98,6 +99,7 @@ class LinearSolver {
   std::string key_;
   bool fresh_ = false;    // the next solve is the first with a factorization made for it
   bool checked_ = false;  // a solve with the current factorization was checked
+  Version version_ = 0;   // of key_ at the last factorize()
 };
 
 /// A serial solver through the store's factorization cache (Options::backend a serial backend;

@@ -64,8 +64,12 @@ TEST(LinearSolver, TheResidualIsCheckedOnTheFirstSolveAfterEachFactorization) {
   first->factorize(store, "A");
   EXPECT_GE(first->solve(b, x).residual, 0.0);  // checked
   EXPECT_LT(first->solve(b, x).residual, 0.0);  // not measured again
-  first->factorize(store, "A");                 // the same version: checked again all the same
+  first->factorize(store, "A");                 // the same version (a stepper's lookup): checked once
+  EXPECT_LT(first->solve(b, x).residual, 0.0);
+  store.put("A", laplacian_2d(12, 1.0));  // a new version: checked again
+  first->factorize(store, "A");
   EXPECT_GE(first->solve(b, x).residual, 0.0);
+  EXPECT_LT(first->solve(b, x).residual, 0.0);
   const auto every = make_solver({.residual_check = ResidualCheck::every_solve});
   every->factorize(store, "A");
   for (int k = 0; k < 3; ++k) EXPECT_GE(every->solve(b, x).residual, 0.0) << k;
