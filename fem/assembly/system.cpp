@@ -101,17 +101,49 @@ DirichletValues dirichlet_values(const FunctionSpace& V, std::span<const Dirichl
   return out;
 }
 
+namespace {
+
+// A distributed matrix with no Dirichlet condition anywhere. A scalar problem whose operator
+// annihilates the constants (a pure Neumann problem: ‖A·1‖ against ‖diag A‖, with global sums)
+// gets the serial path's null space: the constant, with the mass's row sums (consistent) as its
+// functional, so the distributed solver pins one unknown and returns the zero-mean solution. A
+// reaction term makes it regular: returned as it is. Free rigid motions (several vectors) are
+// refused in words, as the distributed solvers pin one unknown only.
+CsrMatrix distributed_free_constant(const Assembler& assembler, CsrMatrix A, const Layout& layout) {
+  const FunctionSpace& V = assembler.space();
+  if (V.components() != 1)
+    throw InvalidArgument(
+        "no Dirichlet condition: the rigid motions are free, and the distributed solvers fix one free "
+        "constant only (solve it on one process, or give a Dirichlet condition)");
+  const auto n = static_cast<std::size_t>(A.rows());
+  std::vector<double> one(n, 1.0), Az(n), diagonal(n, 0.0);
+  A.multiply(one, Az);
+  const auto off = A.pattern().row_offsets();
+  const auto col = A.pattern().col_indices();
+  for (std::size_t r = 0; r < n; ++r)
+    for (index_t e = off[r]; e < off[r + 1]; ++e)
+      if (static_cast<std::size_t>(col[e]) == r) diagonal[r] += A.values()[static_cast<std::size_t>(e)];
+  layout.accumulate(Az);
+  layout.accumulate(diagonal);
+  if (!(std::sqrt(layout.dot(Az, Az)) <= 1e-10 * std::sqrt(layout.dot(diagonal, diagonal)))) return A;
+  std::vector<double> functional(n);
+  assembler.matrix(Mass{}).multiply(one, functional);
+  layout.accumulate(functional);
+  auto ns = std::make_shared<const NullSpace>(A.rows(), std::vector<std::vector<double>>{std::move(one)},
+                                              std::vector<std::string>{"constant"},
+                                              std::vector<std::vector<double>>{std::move(functional)});
+  return CsrMatrix(A.pattern_ptr(), std::move(A).release_values(), std::move(ns));
+}
+
+}  // namespace
+
 CsrMatrix system_matrix(const Assembler& assembler, std::vector<double> values, const DirichletValues& bc,
                         const Layout& layout) {
   require_space(bc, assembler.space(), "system_matrix");
   CsrMatrix A(assembler.pattern(), std::move(values));
   if (layout.distributed()) {
-    if (layout.count_owned(bc.dofs) == 0)  // a global count: every process decides alike
-      throw InvalidArgument(
-          "no Dirichlet condition: the distributed solvers need one (a problem whose constants or rigid "
-          "motions "
-          "are free is solved on one process)");
-    return A;
+    if (layout.count_owned(bc.dofs) > 0) return A;  // a global count: every process decides alike
+    return distributed_free_constant(assembler, std::move(A), layout);
   }
   auto ns = null_space(assembler, A, bc);
   return CsrMatrix(A.pattern_ptr(), std::move(A).release_values(), std::move(ns));

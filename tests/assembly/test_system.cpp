@@ -54,13 +54,39 @@ struct OneProcessDistributed final : fem::Layout {
   bool distributed() const noexcept override { return true; }
 };
 
-TEST(System, ADistributedSystemNeedsADirichletCondition) {
+// Without a Dirichlet condition a distributed system declares the constant when its operator
+// annihilates it (as serially: the mass's row sums its functional), keeps a regular one (a
+// reaction term) as it is, and refuses free rigid motions in words.
+TEST(System, ADistributedSystemDeclaresTheConstantAndRefusesRigidMotions) {
   fem::Store store;
   const FunctionSpace V = space(store, fem::mesh::unit_square(CellType::tri3, 4), 1);
   const Assembler a(V);
-  const auto v = a.matrix(Diffusion{}).values();
-  EXPECT_THROW(system_matrix(a, std::vector<double>(v.begin(), v.end()), {}, OneProcessDistributed{}),
-               fem::InvalidArgument);
+  const auto K = a.matrix(Diffusion{});
+  const auto v = K.values();
+  const fem::CsrMatrix neumann =
+      system_matrix(a, std::vector<double>(v.begin(), v.end()), {}, OneProcessDistributed{});
+  ASSERT_TRUE(neumann.null_space());
+  EXPECT_EQ(neumann.null_space()->names(), std::vector<std::string>{"constant"});
+  const auto serial = system_matrix(a, std::vector<double>(v.begin(), v.end()), {});
+  ASSERT_TRUE(serial.null_space());
+  for (std::size_t i = 0; i < static_cast<std::size_t>(V.num_dofs()); ++i)
+    EXPECT_NEAR(neumann.null_space()->functional(0)[i], serial.null_space()->functional(0)[i], 1e-14) << i;
+  const auto M = a.matrix(Mass{});
+  const auto m = M.values();
+  std::vector<double> shifted(v.begin(), v.end());
+  for (std::size_t e = 0; e < shifted.size(); ++e) shifted[e] += m[e];  // −Δu + u: regular
+  EXPECT_FALSE(system_matrix(a, std::move(shifted), {}, OneProcessDistributed{}).null_space());
+  fem::Store elastic_store;
+  const FunctionSpace E = space(elastic_store, fem::mesh::unit_square(CellType::tri3, 4), 1, 2);
+  const Assembler e(E);
+  const auto Ke = e.matrix(Elasticity{});
+  const auto k = Ke.values();
+  try {
+    system_matrix(e, std::vector<double>(k.begin(), k.end()), {}, OneProcessDistributed{});
+    FAIL() << "free rigid motions accepted";
+  } catch (const fem::InvalidArgument& error) {
+    EXPECT_NE(std::string(error.what()).find("rigid motions"), std::string::npos) << error.what();
+  }
   // A tag that no facet carries is refused on a distributed layout too (the parts' union).
   const std::vector<Dirichlet> nowhere{{FacetSet::tagged({99}), nullptr, -1}};
   try {

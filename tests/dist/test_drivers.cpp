@@ -477,12 +477,30 @@ TEST(Drivers, AnErrorOnAnyRankIsOneLineAndEveryRankFails) {
   // A source that is not a number on part of the domain only (x < 0.5): some ranks fail.
   expect_one_line_error(fem(3, "poisson gen:square-tri3:16 --dirichlet all=0 --source 'sqrt(x-0.5)'"),
                         "--source");
-  // No Dirichlet condition: the distributed solvers refuse it in words.
-  expect_one_line_error(fem(2, "poisson gen:square-tri3:8 --neumann all=0 --source 0"), "Dirichlet");
+  // No Dirichlet condition on a vector problem: its rigid motions are refused in words.
+  expect_one_line_error(fem(2, "elasticity gen:square-tri3:8 --traction right=1,0 --traction left=-1,0"),
+                        "rigid motions");
   // Unsteady flow stays on one process.
   expect_one_line_error(
       fem(2, "navier-stokes gen:square-tri3:4 --velocity left=1,0 --outflow right --dt 0.1 --steps 2"),
       "one process");
+}
+
+// A pure Neumann Poisson problem under mpirun: the constant declared as serially (the mass's
+// row sums as its functional), one unknown pinned on the lowest rank: the serial zero-mean
+// solution to 1e-8 on 2 and 3 processes; incompatible data refused in words on every process.
+TEST(Drivers, APureNeumannProblemIsTheSerialSolution) {
+  const std::string args = "poisson gen:square-tri3:16 --neumann all=0 --source 'x-0.5' -q --output ";
+  const auto sv = scratch("neumann_serial.vtu");
+  ASSERT_EQ(fem(0, args + sv.string()).status, 0);
+  for (int ranks : {2, 3}) {
+    const auto dv = scratch(fmt_name("neumann", ranks)), dj = scratch("neumann.json");
+    const Outcome r = fem(ranks, args + dv.string() + " --json " + dj.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_EQ(json(dj)["solution"]["normalization"], "zero_mean");
+    EXPECT_LE(difference(dv, sv, "u"), 1e-8) << ranks;
+  }
+  expect_one_line_error(fem(2, "poisson gen:square-tri3:8 --neumann all=0 --source 1"), "not compatible");
 }
 
 // --solver fieldsplit (FGMRES with the Schur complement preconditioned by the pressure mass over
