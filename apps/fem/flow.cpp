@@ -155,9 +155,9 @@ void run_flow(const FlowOptions& o) {
   flow.density = o.density;
   flow.symmetric_gradient = o.symmetric;
   if (body_force) flow.body_force = *body_force;
+  const bool free_pressure = outflow_tags.empty() && tractions.empty();
   // fieldsplit: the Schur complement's preconditioner is the library's (flow::solver_options).
-  linear =
-      flow::solver_options(*W, flow, outflow_tags.empty() && tractions.empty(), linear, name, run.store());
+  linear = flow::solver_options(*W, flow, free_pressure, linear, name, run.store());
   auto solver = std::shared_ptr<solve::LinearSolver>(dist::make_solver(*W, linear));
   run.adopt_space(W->velocity(), solver);
   const auto pressure_layout = dist::layout(W->pressure());
@@ -165,7 +165,6 @@ void run_flow(const FlowOptions& o) {
   w = Stopwatch();
   const auto bc = assembly::dirichlet_values(W->velocity(), conditions, run.layout());
   run.constrained_dofs = run.layout().count_owned(bc.dofs);
-  const bool free_pressure = outflow_tags.empty() && tractions.empty();
   if (!tractions.empty()) {  // ∫ g·v on the velocity: constant in time
     auto load = std::make_shared<std::vector<double>>(static_cast<std::size_t>(W->pressure_offset()), 0.0);
     assembly::assemble_neumann(W->velocity(), tractions, *load);

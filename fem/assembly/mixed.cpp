@@ -69,7 +69,8 @@ double inverse(int dim, const double* J, double* K) {
 }
 
 // One cell's geometry and bases at a quadrature point: weight (w·|det J|), the point x, the
-// velocity basis's physical gradients g[a·dim + i], the pressure basis's gp[m·dim + i].
+// velocity basis's physical gradients g[a·dim + i], the pressure basis's gp[m·dim + i] (only
+// where asked for: pcd_into).
 struct Point {
   double weight = 0;
   std::array<double, 3> x{};
@@ -78,7 +79,7 @@ struct Point {
 
 // Loops over W's cells colour by colour, giving each cell's quadrature points to `cell`.
 template <class Body>
-void for_each_cell(const MixedSpace& W, int degree, Body&& body) {
+void for_each_cell(const MixedSpace& W, int degree, Body&& body, bool pressure_gradients = false) {
   const Mesh& mesh = W.mesh();
   const int dim = W.dim();
   const Quadrature& rule = quadrature(mesh.cell_type(), degree);
@@ -90,7 +91,7 @@ void for_each_cell(const MixedSpace& W, int degree, Body&& body) {
     std::vector<Point> points(static_cast<std::size_t>(rule.size()));
     for (auto& p : points) {
       p.g.resize(static_cast<std::size_t>(U.n * dim));
-      p.gp.resize(static_cast<std::size_t>(np * dim));
+      if (pressure_gradients) p.gp.resize(static_cast<std::size_t>(np * dim));
     }
     double X[8][3];
     for (index_t c = first; c < last; ++c) {
@@ -127,12 +128,13 @@ void for_each_cell(const MixedSpace& W, int degree, Body&& body) {
             for (int j = 0; j < dim; ++j) s += dphi[a * dim + j] * K[j * dim + i];
             p.g[static_cast<std::size_t>(a * dim + i)] = s;
           }
-        for (int m = 0; m < np; ++m)
-          for (int i = 0; i < dim; ++i) {
-            double s = 0;
-            for (int j = 0; j < dim; ++j) s += dpsi[m * dim + j] * K[j * dim + i];
-            p.gp[static_cast<std::size_t>(m * dim + i)] = s;
-          }
+        if (pressure_gradients)
+          for (int m = 0; m < np; ++m)
+            for (int i = 0; i < dim; ++i) {
+              double s = 0;
+              for (int j = 0; j < dim; ++j) s += dpsi[m * dim + j] * K[j * dim + i];
+              p.gp[static_cast<std::size_t>(m * dim + i)] = s;
+            }
       }
       body(c, points, U, P);
     }
@@ -421,6 +423,7 @@ void convection_into(const MixedSpace& W, double density, std::span<const double
   FEM_EXPECTS(u.size() >= nv && F.size() >= nv && F.size() <= static_cast<std::size_t>(W.num_dofs()),
               "convection_into: u has {} and F {} entries, the velocity {}", u.size(), F.size(), nv);
   const auto n = static_cast<std::size_t>(W.dofs_per_cell());
+  FEM_EXPECTS(n <= 81, "convection_into: {} DOFs per cell, more than its cell buffers hold", n);
   const auto dofs = W.cell_dofs();
   for_each_cell(W, flow_degree(W),
                 [&](index_t c, const std::vector<Point>& points, const Table& U, const Table&) {
@@ -498,7 +501,8 @@ void pcd_into(const MixedSpace& W, const Flow& flow, std::span<const double> w,
   const auto dofs = W.cell_dofs();
   const auto tags = W.mesh().cell_tags();
   for_each_cell(
-      W, flow_degree(W), [&](index_t c, const std::vector<Point>& points, const Table& U, const Table& P) {
+      W, flow_degree(W),
+      [&](index_t c, const std::vector<Point>& points, const Table& U, const Table& P) {
         const std::size_t pofs = n - static_cast<std::size_t>(P.n);
         const index_t* s = &slots[static_cast<std::size_t>(c) * n * n];
         const index_t* cd = &dofs[static_cast<std::size_t>(c) * n];
@@ -530,7 +534,8 @@ void pcd_into(const MixedSpace& W, const Flow& flow, std::span<const double> w,
               convection[e] += pt.weight * (nu * grad + (convective ? flow.density * adv * psi[a] : 0.0));
             }
         }
-      });
+      },
+      /*pressure_gradients=*/true);
   // With an outflow, Dirichlet rows at the inflow (Elman and Tuminaro 2009; FENaPack's BRM1):
   // the boundary vertices whose velocity is given and not zero. Row and column zeroed, the
   // Laplacian's diagonal kept, the convection's μ' times it. Enclosed flows keep Neumann rows.

@@ -345,17 +345,16 @@ void ProjectionStepper::step() {
   const std::size_t np = nw - nv;
   const auto pn = std::span<const double>(w_).subspan(nv);
   // The explicit terms: Cⁿ (a cell loop), ∫pⁿ div v = −G pⁿ, and ∫f v at t_{n+½}.
-  std::vector<double> tmp(nw, 0.0), conv(nv, 0.0), rhs(nv);
+  std::vector<double> conv(nv, 0.0), rhs(nv);
   if (p_.convection) assembly::convection_into(W, rho, std::span<const double>(w_).first(nv), conv);
   s.G.multiply(pn, rhs);
   for (double& v : rhs) v = -v;
   if (p_.body_force) {
-    std::vector<double> F(nw, 0.0);
+    std::vector<double> F(nw, 0.0), zero(nw, 0.0);
     const double t_half = t_ + dt_ / 2;
-    std::fill(tmp.begin(), tmp.end(), 0.0);
     Flow load = Flow::stokes(0);
     load.body_force = [&](const double* x, double* f) { p_.body_force(t_half, x, f); };
-    assembly::flow_into(W, load, tmp, {}, F);  // −∫f v
+    assembly::flow_into(W, load, zero, {}, F);  // −∫f v
     for (std::size_t i = 0; i < nv; ++i) rhs[i] -= F[i];
   }
   if (p_.load)
